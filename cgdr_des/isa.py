@@ -1,0 +1,286 @@
+"""Instruction records: the contract between the kernel layer and the machine layer.
+
+The kernel program (``cgdr_des.kernel``) yields these records in program order, one per AscendC call
+that the scalar unit issues; the machine (``cgdr_des.hw``) executes them and gives each a start and an
+end in integer core cycles. Records are plain data: no SimPy, no timing, no numbers of the delta rule.
+
+Lifecycle of a record on the machine: *issued* by the scalar unit (in program order) -> *queued* in
+its pipe's in-order queue (scalar records are executed by the scalar unit itself) -> *started* when
+its pipe, barriers and flags allow -> *retired* at ``start + cost``.
+
+Units: ``n`` is an element count, ``nbytes`` a byte count, UB offsets are byte offsets from the start
+of the core's Unified Buffer, GM addresses are byte addresses in the simulated global memory.
+
+Pipes are the strings ``S`` (scalar unit), ``V`` (vector), ``MTE2`` (GM -> UB), ``MTE3`` (UB -> GM);
+``ALL`` names the barrier pseudo-pipe. HardEvents are the strings ``SRC_DST`` listed in
+``HARD_EVENTS`` (``S_V``: the scalar unit sets, the vector pipe waits).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+PIPES = ("S", "V", "MTE2", "MTE3")
+BARRIER_PIPES = ("V", "MTE2", "MTE3", "ALL")
+HARD_EVENTS = (
+    "S_V", "V_S", "MTE2_V", "V_MTE2", "MTE3_V", "V_MTE3", "S_MTE2", "MTE2_S",
+    "S_MTE3", "MTE3_S", "MTE3_MTE2", "MTE2_MTE3", "V_V",
+)
+EVENT_IDS_PER_HARD_EVENT = 8
+
+SCALAR_KINDS = ("alu", "ub_load", "ub_store", "exp", "div")
+UB_RANGE = tuple[int, int]  # (byte offset, byte length)
+
+
+def event_pipes(event: str) -> tuple[str, str]:
+    """``"V_MTE3"`` -> ``("V", "MTE3")``: the pipe that sets the flag, the pipe that waits on it."""
+    src, _, dst = event.partition("_")
+    return src, dst
+
+
+class EventHandle:
+    """An event id chosen by the machine at run time (``FetchEventID`` / ``AllocEventID``).
+
+    The kernel cannot know which id TPipe will hand out, so it passes a handle; the machine fills in
+    ``id`` when it executes the Fetch/Alloc record and resolves later Set/Wait records through it.
+    """
+
+    __slots__ = ("id",)
+
+    def __init__(self) -> None:
+        self.id: int | None = None
+
+    def __repr__(self) -> str:
+        return f"EventHandle(id={self.id})"
+
+
+EventId = Union[int, EventHandle]
+
+
+def resolve_event_id(eid: EventId) -> int | None:
+    return eid.id if isinstance(eid, EventHandle) else eid
+
+
+# ---------------------------------------------------------------- scalar unit
+
+
+@dataclass(frozen=True, slots=True)
+class Scalar:
+    """``count`` scalar operations of one kind executed by the scalar unit itself.
+
+    kind: ``alu`` (index maths, compares, float add/mul), ``ub_load`` / ``ub_store``
+    (LocalTensor GetValue / SetValue), ``exp`` (one ScalarExp call: ``k`` halvings + 12 Taylor
+    terms + ``k`` squarings are costed from ``arg`` by the machine), ``div`` (scalar division).
+    """
+
+    kind: str
+    count: int = 1
+    arg: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class ScalarGm:
+    """One scalar GlobalTensor GetValue (``store=False``) or SetValue (``store=True``).
+
+    Goes through the core's data cache: a hit costs a scalar load/store, a miss a GM round trip.
+    """
+
+    addr: int
+    nbytes: int
+    store: bool = False
+
+
+# ---------------------------------------------------------------- vector pipe
+
+
+@dataclass(frozen=True, slots=True)
+class VecOp:
+    """One count-form vector API call (one V instruction plus its scalar-side mask set-up).
+
+    op: ``Duplicate``, ``Muls``, ``Mul``, ``Add``, ``Sub``, ``Axpy``, ``Exp``, ``Cast``,
+    ``WholeReduceSum``. ``dtype`` is the wider element type the op works in (``fp32`` or ``fp16``);
+    ``n`` the element count (for WholeReduceSum: elements reduced = repeats * 64).
+    ``dst`` and ``srcs`` are the UB ranges written and read.
+    """
+
+    op: str
+    dtype: str
+    n: int
+    dst: UB_RANGE = (0, 0)
+    srcs: tuple[UB_RANGE, ...] = ()
+
+
+# ---------------------------------------------------------------- DMA
+
+
+@dataclass(frozen=True, slots=True)
+class DataCopyParams:
+    """AscendC ``DataCopyParams``: every field counts 32-byte blocks; all are uint16 on hardware."""
+
+    block_count: int = 1
+    block_len: int = 0
+    src_stride: int = 0
+    dst_stride: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class DataCopyExtParams:
+    """AscendC ``DataCopyExtParams``: ``block_len`` in bytes (uint32), strides per the doc's rule."""
+
+    block_count: int = 1
+    block_len: int = 0
+    src_stride: int = 0
+    dst_stride: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Dma:
+    """One DataCopy. ``direction`` is ``GM2UB`` (runs on MTE2) or ``UB2GM`` (runs on MTE3).
+
+    ``nbytes`` is the payload actually moved; ``params`` the DataCopy(Ext)Params as the kernel built
+    them (the machine checks their hardware ranges); ``gm_addr``/``ub_addr`` the first byte.
+    """
+
+    direction: str
+    nbytes: int
+    params: DataCopyParams | DataCopyExtParams
+    gm_addr: int
+    ub_addr: int
+
+    @property
+    def pipe(self) -> str:
+        return "MTE2" if self.direction == "GM2UB" else "MTE3"
+
+
+# ---------------------------------------------------------------- synchronisation
+
+
+@dataclass(frozen=True, slots=True)
+class PipeBarrier:
+    """``PipeBarrier<PIPE_X>``: later X instructions start after earlier ones retire.
+
+    ``pipe == "ALL"``: the scalar unit waits until every pipe has drained.
+    """
+
+    pipe: str
+
+
+@dataclass(frozen=True, slots=True)
+class SetFlag:
+    """``SetFlag<event>(id)``: enters the source pipe, fires when that pipe retired all before it."""
+
+    event: str
+    id: EventId = 0
+
+
+@dataclass(frozen=True, slots=True)
+class WaitFlag:
+    """``WaitFlag<event>(id)``: blocks the destination pipe (or the scalar unit) until set; clears it."""
+
+    event: str
+    id: EventId = 0
+
+
+@dataclass(frozen=True, slots=True)
+class FetchEventID:
+    """``TPipe::FetchEventID<event>()``: lowest free id, not marked used; stored into ``handle``."""
+
+    event: str
+    handle: EventHandle
+
+
+@dataclass(frozen=True, slots=True)
+class AllocEventID:
+    """``TPipe::AllocEventID<event>()``: lowest free id, marked used; stored into ``handle``."""
+
+    event: str
+    handle: EventHandle
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseEventID:
+    """``TPipe::ReleaseEventID<event>(id)``."""
+
+    event: str
+    id: EventId
+
+
+# ---------------------------------------------------------------- TPipe buffers and queues
+
+
+@dataclass(frozen=True, slots=True)
+class InitBuffer:
+    """``pipe.InitBuffer(que, num, len)`` (``position`` VECIN / VECOUT) or of a TBuf (``VECCALC``).
+
+    Carves ``num`` buffers of ``nbytes`` (rounded up to 32 B) from UB, in call order.
+    """
+
+    name: str
+    position: str
+    num: int
+    nbytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class AllocTensor:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class EnQue:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeQue:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class FreeTensor:
+    name: str
+
+
+# ---------------------------------------------------------------- labels (cost nothing)
+
+
+@dataclass(frozen=True, slots=True)
+class Tag:
+    """Labels stamped on every later record of this core until the next Tag (cost: zero cycles).
+
+    ``phase`` names the kernel function (``P4a_DotFp32`` ...); batch/head/vtile/chunk locate the
+    work item; -1 means "not applicable".
+    """
+
+    phase: str
+    batch: int = -1
+    head: int = -1
+    vtile: int = -1
+    chunk: int = -1
+
+
+Record = Union[
+    Scalar, ScalarGm, VecOp, Dma, PipeBarrier, SetFlag, WaitFlag, FetchEventID, AllocEventID,
+    ReleaseEventID, InitBuffer, AllocTensor, EnQue, DeQue, FreeTensor, Tag,
+]
+
+
+def record_kind(rec: Record) -> str:
+    """The count category of a record, as the kernel notes tabulate them."""
+    t = type(rec)
+    if t is Scalar:
+        return "scalar_" + rec.kind
+    if t is ScalarGm:
+        return "scalar_gm_store" if rec.store else "scalar_gm_load"
+    if t is VecOp:
+        return "vec"
+    if t is Dma:
+        return "dma_" + rec.pipe
+    if t is PipeBarrier:
+        return "barrier_" + rec.pipe
+    if t is SetFlag:
+        return "set_" + rec.event
+    if t is WaitFlag:
+        return "wait_" + rec.event
+    return t.__name__
