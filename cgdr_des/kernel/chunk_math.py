@@ -1,0 +1,54 @@
+"""The vector idioms of the kernel as whole-chunk numpy operations, with the kernel's rounding.
+
+Each helper computes, for every row at once, what the kernel computes one instruction at a time,
+keeping the precision structure that matters: DotFp32's 64-wide partial sums accumulated by the
+scalar unit in fp32, Axpy chains accumulated in the working dtype (fp32 in ``kernel`` numerics). The
+order of additions inside one partial sum or one product is numpy's (see launch.py).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+REDUCE_WIDTH = 64  # kReduceRepeatElements
+DOT_INPLACE_LIMIT = 512  # partial sums land at 8r < 64: fullRepeats <= 8 (seed §6)
+
+
+def dot_fp32(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """``DotFp32(lhs_i, rhs_j, count)`` for every pair: ``[n, count] x [m, count] -> [n, m]``.
+
+    Mul, then WholeReduceSum over each full 64-element repeat (one partial per repeat), then the
+    scalar unit adds the partials in order and the tail products one by one, all in lhs.dtype.
+    """
+    ft = lhs.dtype.type
+    count = lhs.shape[1]
+    full = count // REDUCE_WIDTH
+    if ft is np.float64:
+        return lhs @ rhs.T
+    acc = np.zeros((lhs.shape[0], rhs.shape[0]), dtype=ft)
+    for r in range(full):
+        sl = slice(r * REDUCE_WIDTH, (r + 1) * REDUCE_WIDTH)
+        acc += lhs[:, sl] @ rhs[:, sl].T
+    for i in range(full * REDUCE_WIDTH, count):
+        acc += np.multiply.outer(lhs[:, i], rhs[:, i])
+    return acc
+
+
+def recursive_attn(buf: np.ndarray, chunk_len: int) -> None:
+    """ComputeRecursiveAttn in place on ``buf[:L, :L]`` (strictly lower B -> strictly lower A).
+
+    Row i: ``A_ij = B_ij + sum_{k=j+1}^{i-1} B_ik A_kj``, accumulated over k in increasing order
+    (the Axpy order), each product rounded before its add, as Axpy does.
+    """
+    for i in range(2, chunk_len):
+        coeff = buf[i, 1:i].copy()  # the original row (deltaFp32 copy)
+        terms = coeff[:, None] * buf[1:i, :i - 1]  # k = 1..i-1, columns j < k
+        terms[np.triu_indices(i - 1, 1)] = 0  # Axpy k touches only j < k
+        acc = np.concatenate([buf[i:i + 1, :i - 1], terms], axis=0)
+        buf[i, :i - 1] = np.add.accumulate(acc, axis=0)[-1]
+
+
+def tril_matmul(a: np.ndarray, b: np.ndarray, *, strict: bool = False) -> np.ndarray:
+    """``sum_{k<=i} a[i,k] b[k]`` (k < i if strict): a chain of Axpy rows from a zeroed row."""
+    lower = np.tril(a, -1 if strict else 0)
+    return lower @ b

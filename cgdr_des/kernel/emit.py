@@ -1,0 +1,82 @@
+"""Record builders shared by the kernel functions: the AscendC idioms as instruction records.
+
+Records are immutable, so the ones that do not depend on the chunk (barriers, fixed-id TQueSync
+pairs, vector ops on fixed UB ranges) are built once and reused: the program emits ~150 000 records
+per chunk and building each afresh would dominate the run time.
+"""
+
+from __future__ import annotations
+
+from cgdr_des.isa import (
+    HARD_EVENTS,
+    DataCopyParams,
+    Dma,
+    EventHandle,
+    FetchEventID,
+    PipeBarrier,
+    Scalar,
+    ScalarGm,
+    SetFlag,
+    VecOp,
+    WaitFlag,
+)
+
+PB_V = PipeBarrier("V")
+PB_ALL = PipeBarrier("ALL")
+PB_MTE3 = PipeBarrier("MTE3")
+
+#: ``TQueSync<SRC, DST> s; s.SetFlag(0); s.WaitFlag(0);`` for every HardEvent.
+TQUE_SYNC = {ev: (SetFlag(ev, 0), WaitFlag(ev, 0)) for ev in HARD_EVENTS}
+S_V = TQUE_SYNC["S_V"]
+V_S = TQUE_SYNC["V_S"]
+
+_SCALARS: dict[tuple[str, int], Scalar] = {}
+_VECOPS: dict[tuple, VecOp] = {}
+
+
+def scalar(kind: str, count: int = 1) -> Scalar:
+    """``count`` scalar operations of ``kind`` (cached: the same few records recur everywhere)."""
+    rec = _SCALARS.get((kind, count))
+    if rec is None:
+        rec = _SCALARS[(kind, count)] = Scalar(kind, count)
+    return rec
+
+
+UB_LOAD = scalar("ub_load")
+UB_STORE = scalar("ub_store")
+ALU = scalar("alu")
+
+
+def vec(op: str, n: int, dst: int, *srcs: int, dtype: str = "fp32", dst_bytes: int = 4,
+        src_bytes: int = 4) -> VecOp:
+    """A count-form vector call on ``n`` elements writing UB byte ``dst`` and reading ``srcs``."""
+    key = (op, n, dst, srcs, dtype, dst_bytes, src_bytes)
+    rec = _VECOPS.get(key)
+    if rec is None:
+        rec = _VECOPS[key] = VecOp(
+            op, dtype, n, (dst, n * dst_bytes), tuple((s, n * src_bytes) for s in srcs))
+    return rec
+
+
+def fetch_sync(out: list, event: str) -> None:
+    """``SetFlag/WaitFlag<event>(pipe_->FetchEventID(event))``: the DMA three-step idiom."""
+    h = EventHandle()
+    out.append(FetchEventID(event, h))
+    out.append(SetFlag(event, h))
+    out.append(WaitFlag(event, h))
+
+
+def gm_load(addr: int, nbytes: int) -> ScalarGm:
+    return ScalarGm(addr, nbytes, False)
+
+
+def gm_store(addr: int, nbytes: int) -> ScalarGm:
+    return ScalarGm(addr, nbytes, True)
+
+
+def dma_in(nbytes: int, params: DataCopyParams, gm_addr: int, ub_addr: int) -> Dma:
+    return Dma("GM2UB", nbytes, params, gm_addr, ub_addr)
+
+
+def dma_out(nbytes: int, params, gm_addr: int, ub_addr: int) -> Dma:
+    return Dma("UB2GM", nbytes, params, gm_addr, ub_addr)

@@ -1,0 +1,148 @@
+"""One kernel launch: the shape, the host tiling, the GM tensors and the per-core UB state.
+
+``Launch`` is what every core shares (inputs, outputs, the FP32 state workspace, the GM address map);
+``CoreState`` is what one AIV owns (its UB as numpy views at the offsets of InitLocalBuffers, and the
+members ``Init`` sets: blockIdx_, alignK_, stateStrideK_, vStepAligned_ ...).
+
+Numerics modes (DESIGN.md §3):
+- ``kernel``: fp16 inputs widened to fp32, every UB buffer fp32, the workspace state fp32 between
+  chunks, out and final_state cast to fp16 -- the kernel's precision. Long accumulations (Axpy
+  chains, the DotFp32 partial sums) keep the kernel's structure and fp32 rounding, but the order of
+  additions inside one matrix product is numpy's, so results differ from the hardware's by fp32
+  rounding only.
+- ``exact``: the same phases in float64 (ScalarExp replaced by exp), outputs float64.
+- ``off``: no numbers at all; the program emits its instructions only (timing studies).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from cgdr_des.kernel.gm import GmMap
+from cgdr_des.kernel.layout import init_local_buffers
+
+CHUNK_SIZE = 64  # kDefaultChunkSize
+NUMERICS = ("kernel", "exact", "off")
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def ceil_align(a: int, b: int) -> int:
+    return ceil_div(a, b) * b
+
+
+@dataclass
+class Shape:
+    """Dimensions the device reads from the tiling struct plus the derived Init members."""
+
+    batch: int
+    t: int
+    nk: int
+    nv: int
+    dk: int
+    dv: int
+    scale: float
+    has_gamma: bool
+
+    @property
+    def nv_per_nk(self) -> int:
+        return self.nv // self.nk if self.nv >= self.nk else 1
+
+    @property
+    def align_k(self) -> int:  # alignK_
+        return ceil_align(self.dk, 16)
+
+    @property
+    def state_stride_k(self) -> int:  # stateStrideK_ (sK)
+        return ceil_align(self.dk, 8)
+
+    @property
+    def ws_stride_v(self) -> int:  # stateWorkspaceStrideV_
+        return ceil_align(self.dv, 8)
+
+
+@dataclass
+class Launch:
+    """Everything the cores of one launch share. Outputs are filled in as the programs run."""
+
+    shape: Shape
+    tiling: object
+    gm: GmMap
+    numerics: str
+    query: np.ndarray
+    key: np.ndarray
+    value: np.ndarray
+    beta: np.ndarray
+    initial_state: np.ndarray
+    lengths: np.ndarray
+    g: np.ndarray | None
+    block_dim: int
+    out: np.ndarray | None = None
+    final_state: np.ndarray | None = None
+    workspace: np.ndarray | None = None
+    ft: type = np.float32
+    #: widened copies of the inputs (fp16 -> ft), made once per launch
+    wide: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.numerics == "off":
+            return
+        sh = self.shape
+        self.ft = np.float64 if self.numerics == "exact" else np.float32
+        odt = np.float64 if self.numerics == "exact" else np.float16
+        self.out = np.zeros((sh.t, sh.nv, sh.dv), dtype=odt)
+        # final_state of a zero-length batch is its initial state passed through (never touched).
+        self.final_state = self.initial_state.astype(odt).copy()
+        self.workspace = np.zeros((sh.batch, sh.nv, sh.dk, sh.ws_stride_v), dtype=self.ft)
+        for name in ("query", "key", "value", "beta", "initial_state"):
+            self.wide[name] = getattr(self, name).astype(self.ft)
+        self.wide["g"] = None if self.g is None else self.g.astype(self.ft)
+
+
+class CoreState:
+    """One AIV's view of the launch: its block index, UB buffers and the Init members.
+
+    ``ub`` is the tmpBuff TBuf as one flat array of 4-byte elements; every named buffer is a view of
+    it at InitLocalBuffers' offset, so the chunkScores/stateIn overlap is real aliasing, exactly as on
+    the core (Step 3's Duplicate really destroys A).
+    """
+
+    def __init__(self, launch: Launch, block_idx: int, *, emit: bool = True):
+        self.launch = launch
+        self.shape = launch.shape
+        self.tiling = launch.tiling
+        self.block_idx = block_idx
+        self.emit = emit
+        self.numerics = launch.numerics
+        t = launch.tiling
+        self.v_step = t.v_step
+        self.v_aligned = ceil_align(t.v_step, 8)  # vStepAligned_ (= avFp32)
+        self.split = should_split(launch)
+        overlap = self.v_step >= self.shape.dv or self.split
+        self.layout = init_local_buffers(t, overlap=overlap)
+        self.overlap = overlap
+        self.tmp_base = self.layout.tmp_buff_offset
+        self.out_queue_offset = self.layout.out_queue[0].offset
+        self.views: dict[str, np.ndarray] = {}
+        if launch.numerics != "off":
+            self._carve_views()
+
+    def ub(self, name: str, elem: int = 0) -> int:
+        """Absolute UB byte address of element ``elem`` (4-byte) of tmpBuff buffer ``name``."""
+        return self.layout.buffers[name].offset + 4 * elem
+
+    def _carve_views(self) -> None:
+        flat = np.zeros(self.tiling.ub_rest_bytes // 4, dtype=self.launch.ft)
+        self.flat = flat
+        for name, buf in self.layout.buffers.items():
+            start = (buf.offset - self.tmp_base) // 4
+            self.views[name] = flat[start:start + buf.elements]
+
+
+def should_split(launch: Launch) -> bool:
+    """ShouldSplitVTiles (chunk_gated_delta_rule.h:239-240): realV_ > vStep_ && GetBlockNum() > NV_."""
+    return launch.shape.dv > launch.tiling.v_step and launch.block_dim > launch.shape.nv

@@ -1,0 +1,269 @@
+"""Per-chunk phases 1-5 of ProcessChunk: everything that depends on K, Q, beta and g but not on V.
+
+Each function mirrors one kernel function (chunk_gated_delta_rule.h at 00e39ab5; anchors from the
+seed notes and notes/kernel.md §5). It (a) computes its numbers on the core's UB views unless
+numerics is ``off`` and (b) appends its instruction records to ``out`` when the core emits.
+``ch`` is the ChunkInfo of program.py. Row strides: chunkK/kCumdecay aK, decayMask/scores cs,
+chunkV/attnOut V (vStepAligned_), stateIn V.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from cgdr_des.errors import KernelDiagnostic
+from cgdr_des.isa import DataCopyParams
+from cgdr_des.kernel import chunk_math as cm
+from cgdr_des.kernel.emit import (
+    ALU,
+    PB_V,
+    S_V,
+    UB_LOAD,
+    UB_STORE,
+    V_S,
+    dma_in,
+    fetch_sync,
+    gm_load,
+    scalar,
+    vec,
+)
+from cgdr_des.kernel.launch import CHUNK_SIZE as CS
+
+UINT16_MAX = 65535
+
+
+def _v2(core, name: str, cols: int) -> np.ndarray:
+    """2-D view of a UB buffer with row stride ``cols``."""
+    flat = core.views[name]
+    return flat[: (flat.size // cols) * cols].reshape(-1, cols)
+
+
+def qk_dma_fast(core, L: int) -> bool:
+    """Phase 1's fast-path conditions (also the first half of CanCacheAttnQuery)."""
+    sh = core.shape
+    gap_bytes = (sh.nk * sh.dk - sh.dk) * 2
+    return (L <= UINT16_MAX and L * sh.dk <= 2 * CS * core.v_aligned and sh.align_k == sh.dk
+            and sh.dk * 2 % 32 == 0 and gap_bytes % 32 == 0 and gap_bytes // 32 <= UINT16_MAX)
+
+
+def _qk_dma(core, ch, tensor: str, out: list) -> None:
+    """Fetch-event DMA of L rows of Q or K (fp16) into the chunkVFp32 staging area."""
+    sh = core.shape
+    fetch_sync(out, "S_MTE2")
+    fetch_sync(out, "V_MTE2")
+    params = DataCopyParams(ch.L, sh.dk * 2 // 32, (sh.nk - 1) * sh.dk * 2 // 32, 0)
+    gm = core.launch.gm.addr(tensor, (ch.t_start * sh.nk + ch.qk_head) * sh.dk)
+    out.append(dma_in(ch.L * sh.dk * 2, params, gm, core.ub("chunkVFp32")))
+    fetch_sync(out, "MTE2_V")
+
+
+def load_chunk_key(core, ch, out: list) -> None:
+    """LoadChunkKey: K rows of the chunk -> chunkKFp32 [L, aK] fp32 (2-D DMA + Cast, or scalar)."""
+    sh, L = core.shape, ch.L
+    if core.numerics != "off":
+        k = _v2(core, "chunkKFp32", sh.align_k)
+        k[:L, :sh.dk] = core.launch.wide["key"][ch.t_start:ch.t_start + L, ch.qk_head, :]
+    if not core.emit:
+        return
+    if qk_dma_fast(core, L):
+        _qk_dma(core, ch, "key", out)
+        out.append(vec("Cast", L * sh.dk, core.ub("chunkKFp32"), core.ub("chunkVFp32"), src_bytes=2))
+        out.append(PB_V)
+        return
+    gm = core.launch.gm
+    for i in range(L):
+        row = ((ch.t_start + i) * sh.nk + ch.qk_head) * sh.dk
+        out.extend(gm_load(gm.addr("key", row + d), 2) for d in range(sh.dk))
+        out.append(scalar("ub_store", sh.dk))
+
+
+def compute_g_cumsum(core, ch, out: list) -> None:
+    """ComputeGCumsum: G_i = sum_{s<=i} g (restarting every chunk), scalar, into gCumsumFp32."""
+    L, h = ch.L, ch.head
+    if core.numerics != "off":
+        gc = core.views["gCumsumFp32"]
+        g = core.launch.wide["g"]
+        if g is None:
+            gc[:L] = 0
+        else:
+            gc[:L] = np.cumsum(g[ch.t_start:ch.t_start + L, h], dtype=g.dtype)
+    if not core.emit:
+        return
+    gm, nv = core.launch.gm, core.shape.nv
+    for i in range(L):
+        if core.shape.has_gamma:
+            out.append(gm_load(gm.addr("g", (ch.t_start + i) * nv + h), 4))
+        out.append(ALU)
+        out.append(UB_STORE)
+
+
+def compute_k_beta(core, ch, out: list) -> None:
+    """ComputeKBeta: k_beta_i = beta_i * K_i -> kCumdecayFp32 (LoadBeta is a scalar GM read)."""
+    sh, L = core.shape, ch.L
+    if core.numerics != "off":
+        k = _v2(core, "chunkKFp32", sh.align_k)
+        kb = _v2(core, "kCumdecayFp32", sh.align_k)
+        beta = core.launch.wide["beta"][ch.t_start:ch.t_start + L, ch.head]
+        kb[:L, :sh.dk] = k[:L, :sh.dk] * beta[:, None]
+    if not core.emit:
+        return
+    out.extend(S_V)
+    gm, aK = core.launch.gm, sh.align_k
+    k0, kb0 = core.ub("chunkKFp32"), core.ub("kCumdecayFp32")
+    for i in range(L):
+        out.append(gm_load(gm.addr("beta", (ch.t_start + i) * sh.nv + ch.head), 2))
+        out.extend(S_V)
+        out.append(vec("Muls", sh.dk, kb0 + 4 * i * aK, k0 + 4 * i * aK))
+    out.extend(V_S)
+
+
+def prepare_decay_and_exp(core, ch, out: list) -> None:
+    """PrepareDecayAndExp: expGCum = exp(G); D[i, :] = exp(G_i - G) for every row i < L.
+
+    The whole row is computed, j > i included (where it may overflow; that part is never read).
+    """
+    L = ch.L
+    if core.numerics != "off":
+        gc = core.views["gCumsumFp32"][:CS]
+        with np.errstate(over="ignore", invalid="ignore"):
+            core.views["expGCumFp32"][:CS] = np.exp(gc)
+            _v2(core, "decayMaskFp32", CS)[:L, :] = np.exp(gc[:L, None] - gc[None, :])
+    if not core.emit:
+        return
+    gc0, e0, d0, dm0 = (core.ub(n) for n in ("gCumsumFp32", "expGCumFp32", "deltaFp32", "decayMaskFp32"))
+    out += [vec("Muls", CS, gc0, gc0), PB_V, vec("Exp", CS, e0, gc0), PB_V, *V_S]
+    for i in range(L):
+        out += [UB_LOAD, vec("Duplicate", CS, d0), PB_V, vec("Sub", CS, d0, d0, gc0), PB_V,
+                vec("Exp", CS, dm0 + 4 * i * CS, d0), PB_V]
+
+
+def can_cache_attn_query(core, L: int) -> bool:
+    """CanCacheAttnQuery: Phase 1's DMA conditions and L*dk <= cs*V (Q fits chunkAttnOutFp32)."""
+    return qk_dma_fast(core, L) and L * core.shape.dk <= CS * core.v_aligned
+
+
+def prepare_attn_query_cache(core, ch, out: list) -> None:
+    """PrepareAttnQueryCache: scale*Q -> chunkAttnOutFp32, rows compact with stride dk."""
+    sh, L = core.shape, ch.L
+    if core.numerics != "off":
+        q = core.launch.wide["query"][ch.t_start:ch.t_start + L, ch.qk_head, :]
+        core.views["chunkAttnOutFp32"][:L * sh.dk] = (q * core.launch.ft(sh.scale)).ravel()
+    if not core.emit:
+        return
+    _qk_dma(core, ch, "query", out)
+    a0 = core.ub("chunkAttnOutFp32")
+    out += [vec("Cast", L * sh.dk, a0, core.ub("chunkVFp32"), src_bytes=2), PB_V,
+            vec("Muls", L * sh.dk, a0, a0), PB_V]
+
+
+def dot_fp32_records(core, lhs: int, rhs: int, out: list) -> None:
+    """DotFp32 (chunk_gated_delta_rule.h:289-312): Mul, WholeReduceSum, V->S, scalar partial sums."""
+    count = core.shape.dk
+    full, tail = divmod(count, cm.REDUCE_WIDTH)
+    dp = core.ub("dotProductFp32")
+    out.append(vec("Mul", count, dp, lhs, rhs))
+    if full:
+        out.append(vec("WholeReduceSum", full * cm.REDUCE_WIDTH, dp, dp))
+    out.extend(V_S)
+    out.append(scalar("ub_load", full + tail))
+    out.append(scalar("alu", full + tail))
+
+
+def check_dot_limit(core) -> None:
+    if core.shape.dk > cm.DOT_INPLACE_LIMIT:
+        raise KernelDiagnostic(
+            f"DotFp32 count dk={core.shape.dk} exceeds its in-place limit of {cm.DOT_INPLACE_LIMIT}: "
+            "partial sums would overwrite unread products (seed §6)")
+
+
+def attn_matrix_lower(core, ch, out: list) -> None:
+    """ComputeAttnMatrix 4a: B_ij = -(k_beta_i . k_j) * D_ij for j < i, into chunkScoresFp32."""
+    sh, L, aK = core.shape, ch.L, core.shape.align_k
+    check_dot_limit(core)
+    if core.numerics != "off":
+        dots = cm.dot_fp32(_v2(core, "kCumdecayFp32", aK)[:L, :sh.dk], _v2(core, "chunkKFp32", aK)[:L, :sh.dk])
+        scores, decay = _v2(core, "chunkScoresFp32", CS), _v2(core, "decayMaskFp32", CS)
+        low = np.tril_indices(L, -1)
+        scores[low] = (-dots[low]) * decay[low]
+    if not core.emit:
+        return
+    k0, kb0 = core.ub("chunkKFp32"), core.ub("kCumdecayFp32")
+    for i in range(1, L):
+        for j in range(i):
+            dot_fp32_records(core, kb0 + 4 * i * aK, k0 + 4 * j * aK, out)
+            out += [UB_LOAD, ALU, UB_STORE]
+
+
+def compute_recursive_attn(core, ch, out: list) -> None:
+    """ComputeRecursiveAttn (:317-340) in place, then the scalar diagonal A_ii = 1 (:585-587)."""
+    L = ch.L
+    if core.numerics != "off":
+        scores = _v2(core, "chunkScoresFp32", CS)
+        cm.recursive_attn(scores, L)
+        scores[np.arange(L), np.arange(L)] = 1.0
+    if not core.emit:
+        return
+    s0 = core.ub("chunkScoresFp32")
+    for i in range(1, L):
+        out += [scalar("ub_load", i), scalar("ub_store", i), *S_V]
+        row = s0 + 4 * i * CS
+        for k in range(1, i):
+            out += [UB_LOAD, vec("Axpy", k, row, s0 + 4 * k * CS), PB_V]
+    out.extend(V_S)
+    out.append(scalar("ub_store", L))
+
+
+def attn_matrix_query(core, ch, out: list) -> None:
+    """ComputeAttnMatrix 4c: M_ij = (scale q_i . k_j) * D_ij for j <= i, in place in decayMaskFp32."""
+    sh, L, aK = core.shape, ch.L, core.shape.align_k
+    cached = can_cache_attn_query(core, L)
+    if core.numerics != "off":
+        if cached:
+            q = core.views["chunkAttnOutFp32"][:L * sh.dk].reshape(L, sh.dk)
+        else:
+            q = core.launch.wide["query"][ch.t_start:ch.t_start + L, ch.qk_head, :] * core.launch.ft(sh.scale)
+        dots = cm.dot_fp32(q, _v2(core, "chunkKFp32", aK)[:L, :sh.dk])
+        decay = _v2(core, "decayMaskFp32", CS)
+        low = np.tril_indices(L)
+        decay[low] = dots[low] * decay[low]
+    if core.emit:
+        _attn_matrix_query_records(core, ch, cached, out)
+
+
+def _attn_matrix_query_records(core, ch, cached: bool, out: list) -> None:
+    sh, L, aK = core.shape, ch.L, core.shape.align_k
+    k0, a0, d0 = core.ub("chunkKFp32"), core.ub("chunkAttnOutFp32"), core.ub("deltaFp32")
+    gm = core.launch.gm
+    for i in range(L):
+        if cached:
+            lhs = a0 + 4 * i * sh.dk
+        else:
+            row = ((ch.t_start + i) * sh.nk + ch.qk_head) * sh.dk
+            out.extend(gm_load(gm.addr("query", row + d), 2) for d in range(sh.dk))
+            out += [scalar("alu", sh.dk), scalar("ub_store", sh.dk), *S_V]
+            lhs = d0
+        for j in range(i + 1):
+            dot_fp32_records(core, lhs, k0 + 4 * j * aK, out)
+            out += [UB_LOAD, ALU, UB_STORE]
+
+
+def compute_k_cumdecay(core, ch, out: list) -> None:
+    """ComputeKCumdecay: K_cd = A (k_beta * e^G) -> chunkKFp32 (raw K is gone afterwards)."""
+    sh, L, aK = core.shape, ch.L, core.shape.align_k
+    if core.numerics != "off":
+        kb = _v2(core, "kCumdecayFp32", aK)
+        kb[:L, :sh.dk] *= core.views["expGCumFp32"][:L, None]
+        a = _v2(core, "chunkScoresFp32", CS)[:L, :L]
+        _v2(core, "chunkKFp32", aK)[:L, :sh.dk] = cm.tril_matmul(a, kb[:L, :sh.dk])
+    if not core.emit:
+        return
+    k0, kb0 = core.ub("chunkKFp32"), core.ub("kCumdecayFp32")
+    for i in range(L):
+        out += [UB_LOAD, *S_V, vec("Muls", sh.dk, kb0 + 4 * i * aK, kb0 + 4 * i * aK)]
+    out.extend(V_S)
+    for i in range(L):
+        row = k0 + 4 * i * aK
+        out += [vec("Duplicate", sh.dk, row), PB_V]
+        for k in range(i + 1):
+            out += [UB_LOAD, *S_V, vec("Axpy", sh.dk, row, kb0 + 4 * k * aK), PB_V]
+    out.extend(V_S)

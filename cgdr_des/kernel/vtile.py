@@ -1,0 +1,307 @@
+"""ProcessOneVTile: steps 1-7 on one V-tile of one chunk (notes/kernel.md §5, Phase 6).
+
+``v_i`` is the tile's first value column, ``cv`` its width (curV). Buffers: chunkVFp32 holds v_beta
+then v_new; chunkAttnOutFp32 holds U, then attn_inter, then out; stateInFp32 [sK, V] the state tile
+(aliasing chunkScoresFp32 when the layout overlaps them, which is why Step 3 follows Step 2).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from cgdr_des.errors import KernelDiagnostic
+from cgdr_des.isa import AllocTensor, Scalar, DataCopyExtParams, DataCopyParams, DeQue, EnQue, FreeTensor
+from cgdr_des.kernel import chunk_math as cm
+from cgdr_des.kernel.emit import (
+    ALU,
+    PB_ALL,
+    PB_MTE3,
+    PB_V,
+    S_V,
+    UB_LOAD,
+    V_S,
+    dma_in,
+    dma_out,
+    fetch_sync,
+    gm_load,
+    gm_store,
+    scalar,
+    vec,
+)
+from cgdr_des.kernel.launch import CHUNK_SIZE as CS
+from cgdr_des.kernel.launch import ceil_align
+from cgdr_des.kernel.phases import UINT16_MAX, _v2
+from cgdr_des.numerics.scalar_exp import scalar_exp_array
+
+OUT_QUEUE = "stateOutQueue_"
+
+
+def load_v_beta(core, ch, v_i: int, cv: int, out: list) -> None:
+    """LoadVBeta: v_beta = beta * V[:, v_i:v_i+cv] -> chunkVFp32 (2-D DMA + Cast/Muls, or scalar)."""
+    sh, L, V = core.shape, ch.L, core.v_aligned
+    if core.numerics != "off":
+        core.views["chunkVFp32"][:L * V] = 0
+        vb = _v2(core, "chunkVFp32", V)
+        beta = core.launch.wide["beta"][ch.t_start:ch.t_start + L, ch.head]
+        vals = core.launch.wide["value"][ch.t_start:ch.t_start + L, ch.head, v_i:v_i + cv]
+        vb[:L, :cv] = vals * beta[:, None]
+    if not core.emit:
+        return
+    v0, a0 = core.ub("chunkVFp32"), core.ub("chunkAttnOutFp32")
+    out += [vec("Duplicate", L * V, v0), PB_V]
+    gm = core.launch.gm
+    gap = (sh.nv * sh.dv - cv) * 2
+    if cv * 2 % 32 == 0 and gap % 32 == 0 and gap // 32 <= UINT16_MAX:
+        fetch_sync(out, "S_MTE2")
+        fetch_sync(out, "V_MTE2")
+        src = gm.addr("value", (ch.t_start * sh.nv + ch.head) * sh.dv + v_i)
+        out.append(dma_in(L * cv * 2, DataCopyParams(L, cv * 2 // 32, gap // 32, 0), src, a0))
+        fetch_sync(out, "MTE2_V")
+        for i in range(L):
+            out.append(gm_load(gm.addr("beta", (ch.t_start + i) * sh.nv + ch.head), 2))
+            out += [*S_V, vec("Cast", cv, v0 + 4 * i * V, a0 + 2 * i * cv, src_bytes=2), PB_V,
+                    vec("Muls", cv, v0 + 4 * i * V, v0 + 4 * i * V), PB_V]
+        out.extend(V_S)
+        return
+    for i in range(L):
+        out.append(gm_load(gm.addr("beta", (ch.t_start + i) * sh.nv + ch.head), 2))
+        row = ((ch.t_start + i) * sh.nv + ch.head) * sh.dv + v_i
+        out.extend(gm_load(gm.addr("value", row + v), 2) for v in range(cv))
+        out += [scalar("alu", cv), scalar("ub_store", cv)]
+
+
+def compute_value_new(core, ch, out: list) -> None:
+    """ComputeValueNew: U = A v_beta (A lower incl. its unit diagonal) -> chunkAttnOutFp32."""
+    L, V = ch.L, core.v_aligned
+    if core.numerics != "off":
+        a = _v2(core, "chunkScoresFp32", CS)[:L, :L]
+        u = cm.tril_matmul(a, _v2(core, "chunkVFp32", V)[:L])
+        core.views["chunkAttnOutFp32"][:L * V] = u.ravel()
+    if not core.emit:
+        return
+    a0, v0 = core.ub("chunkAttnOutFp32"), core.ub("chunkVFp32")
+    out += [vec("Duplicate", L * V, a0), PB_V]
+    for i in range(L):
+        for k in range(i + 1):
+            out += [UB_LOAD, *S_V, vec("Axpy", V, a0 + 4 * i * V, v0 + 4 * k * V), PB_V]
+
+
+def load_state_tile(core, ch, v_i: int, cv: int, out: list) -> None:
+    """LoadStateTile: S_prev [dk, cv] -> stateInFp32, from the fp32 workspace (c > 0) or from the
+    fp16 initial_state, transposed, by scalar reads (c == 0)."""
+    sh, V, sK = core.shape, core.v_aligned, core.shape.state_stride_k
+    cv8 = ceil_align(cv, 8)
+    if core.numerics != "off":
+        core.views["stateInFp32"][:sK * V] = 0
+        s = _v2(core, "stateInFp32", V)
+        if ch.c > 0:
+            s[:sh.dk, :cv8] = core.launch.workspace[ch.b, ch.head, :, v_i:v_i + cv8]
+        else:
+            s[:sh.dk, :cv] = core.launch.wide["initial_state"][ch.b, ch.head, v_i:v_i + cv, :].T
+    if not core.emit:
+        return
+    s0 = core.ub("stateInFp32")
+    out += [vec("Duplicate", sK * V, s0), PB_V]
+    gm = core.launch.gm
+    if ch.c > 0:
+        out.append(PB_ALL)
+        fetch_sync(out, "V_MTE2")
+        ws = ((ch.b * sh.nv + ch.head) * sh.dk) * sh.ws_stride_v + v_i
+        params = DataCopyParams(1, cv8 // 8, 0, 0)
+        for d in range(sh.dk):
+            out.append(dma_in(cv8 * 4, params, gm.addr("workspace", ws + d * sh.ws_stride_v), s0 + 4 * d * V))
+        out.append(PB_ALL)
+        fetch_sync(out, "MTE2_V")
+        return
+    base = (ch.b * sh.nv + ch.head) * sh.dk * sh.dv
+    for v in range(cv):
+        row = base + (v_i + v) * sh.dk
+        out.extend(gm_load(gm.addr("initial_state", row + d), 2) for d in range(sh.dk))
+        out.append(scalar("ub_store", sh.dk))
+    out.extend(S_V)
+
+
+def compute_v_new(core, ch, out: list) -> None:
+    """ComputeVNew: v_new = U - K_cd S -> chunkVFp32 (Axpy over d, Muls(-1), Add)."""
+    sh, L, V = core.shape, ch.L, core.v_aligned
+    if core.numerics != "off":
+        kcd = _v2(core, "chunkKFp32", sh.align_k)[:L, :sh.dk]
+        s = _v2(core, "stateInFp32", V)[:sh.dk]
+        u = _v2(core, "chunkAttnOutFp32", V)[:L]
+        _v2(core, "chunkVFp32", V)[:L] = -(kcd @ s) + u
+    if not core.emit:
+        return
+    v0, s0, a0 = core.ub("chunkVFp32"), core.ub("stateInFp32"), core.ub("chunkAttnOutFp32")
+    for i in range(L):
+        row = v0 + 4 * i * V
+        out += [vec("Duplicate", V, row), PB_V]
+        for d in range(sh.dk):
+            out += [UB_LOAD, *S_V, vec("Axpy", V, row, s0 + 4 * d * V), PB_V]
+        out += [vec("Muls", V, row, row), PB_V, vec("Add", V, row, row, a0 + 4 * i * V), PB_V]
+
+
+def compute_attn_inter(core, ch, out: list) -> None:
+    """ComputeAttnInter: O1_i = (scale q_i e^{G_i}) S, Q re-read from GM by scalar reads."""
+    sh, L, V = core.shape, ch.L, core.v_aligned
+    if core.numerics != "off":
+        ft = core.launch.ft
+        q = core.launch.wide["query"][ch.t_start:ch.t_start + L, ch.qk_head, :] * ft(sh.scale)
+        q = q * core.views["expGCumFp32"][:L, None]
+        s = _v2(core, "stateInFp32", V)[:sh.dk]
+        core.views["chunkAttnOutFp32"][:L * V] = (q @ s).ravel()
+    if not core.emit:
+        return
+    a0, s0, gm = core.ub("chunkAttnOutFp32"), core.ub("stateInFp32"), core.launch.gm
+    alu2 = scalar("alu", 2)
+    for i in range(L):
+        row = a0 + 4 * i * V
+        out += [vec("Duplicate", V, row), PB_V, UB_LOAD]
+        qrow = ((ch.t_start + i) * sh.nk + ch.qk_head) * sh.dk
+        for d in range(sh.dk):
+            out += [gm_load(gm.addr("query", qrow + d), 2), alu2, *S_V,
+                    vec("Axpy", V, row, s0 + 4 * d * V), PB_V]
+
+
+def accum_output(core, ch, out: list) -> None:
+    """AccumOutput: out = O1 + M v_new (M lower incl. diagonal, in decayMaskFp32)."""
+    L, V = ch.L, core.v_aligned
+    if core.numerics != "off":
+        m = _v2(core, "decayMaskFp32", CS)[:L, :L]
+        o = _v2(core, "chunkAttnOutFp32", V)
+        o[:L] = o[:L] + cm.tril_matmul(m, _v2(core, "chunkVFp32", V)[:L])
+    if not core.emit:
+        return
+    a0, v0 = core.ub("chunkAttnOutFp32"), core.ub("chunkVFp32")
+    for i in range(L):
+        for j in range(i + 1):
+            out += [UB_LOAD, *S_V, vec("Axpy", V, a0 + 4 * i * V, v0 + 4 * j * V), PB_V]
+
+
+def write_attn_tile_to_gm(core, ch, v_i: int, cv: int, out: list) -> None:
+    """WriteAttnTileToGm (:341-372): Muls(x1) touch, Cast to fp16 through the VECOUT queue, then one
+    2-D DataCopy when the seed's five conditions hold, else a CopyToGm per row."""
+    sh, L, V = core.shape, ch.L, core.v_aligned
+    if cv % 16 and not _use_2d_store(core, cv):
+        raise KernelDiagnostic(
+            f"WriteAttnTileToGm: curV={cv} is not a multiple of 16 fp16 elements, so CopyToGm's "
+            f"unaligned fallback writes {ceil_align(cv, 16)} per row and overruns into the next "
+            f"head's output (notes/kernel.md §6); shape dv={sh.dv}, vStep={core.v_step}")
+    if core.numerics != "off":
+        o = _v2(core, "chunkAttnOutFp32", V)[:L, :cv]
+        core.launch.out[ch.t_start:ch.t_start + L, ch.head, v_i:v_i + cv] = o
+    if core.emit:
+        _write_attn_records(core, ch, v_i, cv, out)
+
+
+def _use_2d_store(core, cv: int) -> bool:
+    V, stride = core.v_aligned, core.shape.nv * core.shape.dv
+    return (cv % 16 == 0 and V % 16 == 0 and stride % 16 == 0 and (V - cv) // 16 <= UINT16_MAX
+            and (stride - cv) // 16 <= UINT16_MAX)
+
+
+def _write_attn_records(core, ch, v_i: int, cv: int, out: list) -> None:
+    sh, L, V = core.shape, ch.L, core.v_aligned
+    a0, q0 = core.ub("chunkAttnOutFp32"), core.out_queue_offset
+    n = ceil_align(L * V, 8)
+    out += [vec("Muls", n, a0, a0), PB_V, AllocTensor(OUT_QUEUE),
+            vec("Cast", n, q0, a0, dtype="fp32", dst_bytes=2), PB_V, EnQue(OUT_QUEUE), DeQue(OUT_QUEUE)]
+    gm, stride = core.launch.gm, sh.nv * sh.dv
+    if _use_2d_store(core, cv):
+        params = DataCopyParams(L, cv // 16, (V - cv) // 16, (stride - cv) // 16)
+        dst = gm.addr("out", (ch.t_start * sh.nv + ch.head) * sh.dv + v_i)
+        out.append(dma_out(L * cv * 2, params, dst, q0))
+    else:
+        params = DataCopyExtParams(1, cv * 2, 0, 0)
+        for i in range(L):
+            dst = gm.addr("out", ((ch.t_start + i) * sh.nv + ch.head) * sh.dv + v_i)
+            out += [dma_out(cv * 2, params, dst, q0 + 2 * i * V), PB_MTE3]
+    out.append(FreeTensor(OUT_QUEUE))
+
+
+def update_and_write_state(core, ch, v_i: int, cv: int, out: list) -> None:
+    """UpdateAndWriteState: S <- e^{G_last} S + sum_i e^{G_last - G_i} k_i (x) v_new_i; then the fp32
+    workspace write (not last) or the fp16, transposed final_state write (last chunk)."""
+    _update_state_numerics(core, ch, v_i, cv)
+    if core.emit:
+        _update_state_records(core, ch, out)
+        if ch.is_last:
+            _final_state_records(core, ch, v_i, cv, out)
+        else:
+            _workspace_store_records(core, ch, v_i, cv, out)
+
+
+def _exp_args(core, ch) -> np.ndarray:
+    """ScalarExp's arguments G_last - G_i: from UB, or (numerics off) from g itself, since the cost
+    of a ScalarExp call depends on its argument."""
+    if core.numerics != "off":
+        gc = core.views["gCumsumFp32"][:ch.L]
+    elif core.launch.g is not None:
+        gc = np.cumsum(core.launch.g[ch.t_start:ch.t_start + ch.L, ch.head], dtype=np.float32)
+    else:
+        return np.zeros(ch.L, dtype=np.float32)
+    return gc[-1] - gc
+
+
+def _decay_factors(core, ch) -> np.ndarray:
+    diff = _exp_args(core, ch)
+    if core.numerics == "exact":
+        return np.exp(diff)
+    return scalar_exp_array(diff.astype(np.float32))
+
+
+def _update_state_numerics(core, ch, v_i: int, cv: int) -> None:
+    if core.numerics == "off":
+        return
+    sh, L, V = core.shape, ch.L, core.v_aligned
+    s = _v2(core, "stateInFp32", V)
+    s[:sh.dk] *= core.views["expGCumFp32"][L - 1]
+    keys = core.launch.wide["key"][ch.t_start:ch.t_start + L, ch.qk_head, :]
+    coeff = keys * _decay_factors(core, ch)[:, None]
+    s[:sh.dk] += coeff.T @ _v2(core, "chunkVFp32", V)[:L]
+    if ch.is_last:
+        dst = core.launch.final_state[ch.b, ch.head, v_i:v_i + cv, :]
+        dst[...] = s[:sh.dk, :cv].T
+    else:
+        cv8 = ceil_align(cv, 8)
+        core.launch.workspace[ch.b, ch.head, :, v_i:v_i + cv8] = s[:sh.dk, :cv8]
+
+
+def _update_state_records(core, ch, out: list) -> None:
+    sh, L, V = core.shape, ch.L, core.v_aligned
+    s0, v0, gm = core.ub("stateInFp32"), core.ub("chunkVFp32"), core.launch.gm
+    out += [UB_LOAD, *S_V]
+    for d in range(sh.dk):
+        out += [vec("Muls", V, s0 + 4 * d * V, s0 + 4 * d * V), PB_V]
+    args = _exp_args(core, ch)
+    for i in range(L):
+        out += [scalar("ub_load", 2), Scalar("exp", 1, float(args[i]))]
+        krow = ((ch.t_start + i) * sh.nk + ch.qk_head) * sh.dk
+        for d in range(sh.dk):
+            out += [gm_load(gm.addr("key", krow + d), 2), ALU, *S_V,
+                    vec("Axpy", V, s0 + 4 * d * V, v0 + 4 * i * V), PB_V]
+
+
+def _workspace_store_records(core, ch, v_i: int, cv: int, out: list) -> None:
+    sh, V = core.shape, core.v_aligned
+    cv8, s0, gm = ceil_align(cv, 8), core.ub("stateInFp32"), core.launch.gm
+    out.append(PB_ALL)
+    fetch_sync(out, "V_MTE3")
+    ws = ((ch.b * sh.nv + ch.head) * sh.dk) * sh.ws_stride_v + v_i
+    params = DataCopyParams(1, cv8 // 8, 0, 0)
+    for d in range(sh.dk):
+        out.append(dma_out(cv8 * 4, params, gm.addr("workspace", ws + d * sh.ws_stride_v), s0 + 4 * d * V))
+    out.append(PB_ALL)
+    fetch_sync(out, "MTE3_MTE2")
+
+
+def _final_state_records(core, ch, v_i: int, cv: int, out: list) -> None:
+    sh, V, sK = core.shape, core.v_aligned, core.shape.state_stride_k
+    s0, q0, gm = core.ub("stateInFp32"), core.out_queue_offset, core.launch.gm
+    out += [vec("Muls", sK * V, s0, s0), PB_V, AllocTensor(OUT_QUEUE),
+            vec("Cast", sK * V, q0, s0, dst_bytes=2), PB_V, EnQue(OUT_QUEUE), DeQue(OUT_QUEUE), *V_S]
+    base = (ch.b * sh.nv + ch.head) * sh.dk * sh.dv
+    for v in range(cv):
+        row = base + (v_i + v) * sh.dk
+        for d in range(sh.dk):
+            out += [UB_LOAD, gm_store(gm.addr("final_state", row + d), 2)]
+    out.append(FreeTensor(OUT_QUEUE))

@@ -1,0 +1,102 @@
+"""``cgdr_des.chunk_gated_delta_rule``: the op's interface exactly as the kernel has it.
+
+Inputs (notes/kernel.md §2): query/key ``[T, Nk, Dk]`` fp16, value ``[T, Nv, Dv]`` fp16, beta
+``[T, Nv]`` fp16, initial_state ``[B, Nv, Dv, Dk]`` fp16 (value dimension first),
+actual_seq_lengths ``[B]`` int32, optional g ``[T, Nv]`` fp32 (absent: no decay), scale_value.
+Outputs: out ``[T, Nv, Dv]`` and final_state ``[B, Nv, Dv, Dk]``, fp16 in ``kernel`` numerics,
+float64 in ``exact``, None in ``off``.
+
+Unlike the kernel (which checks neither), Nv must be a multiple of Nk and T the sum of the lengths:
+a violation is an InputError, never a silently wrong result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from cgdr_des.errors import InputError
+from cgdr_des.kernel.functional import build_launch, run_functional
+
+
+@dataclass
+class OpResult:
+    """``.out`` and ``.final_state``; ``.counts`` per (phase, record kind); ``.result`` the timed
+    Result (frames) when a machine fidelity ran, else None."""
+
+    out: np.ndarray | None
+    final_state: np.ndarray | None
+    counts: object = None
+    result: object = None
+    tiling: object = None
+
+
+def _check_array(name: str, arr, ndim: int, dtype) -> np.ndarray:
+    if not isinstance(arr, np.ndarray):
+        raise InputError(name, type(arr).__name__, "must be a numpy array")
+    if arr.ndim != ndim:
+        raise InputError(f"{name}.shape", arr.shape, f"must have {ndim} dimensions")
+    if arr.dtype != dtype:
+        raise InputError(f"{name}.dtype", str(arr.dtype), f"must be {np.dtype(dtype).name}")
+    if arr.dtype.kind == "f" and not np.isfinite(arr).all():
+        raise InputError(name, "non-finite values", "NaN and inf are not allowed")
+    return arr
+
+
+def validate_inputs(query, key, value, beta, initial_state, actual_seq_lengths, g, scale_value) -> None:
+    """Shapes, dtypes, GQA, lengths and finiteness, each failure naming the field."""
+    q = _check_array("query", query, 3, np.float16)
+    k = _check_array("key", key, 3, np.float16)
+    v = _check_array("value", value, 3, np.float16)
+    b = _check_array("beta", beta, 2, np.float16)
+    s = _check_array("initial_state", initial_state, 4, np.float16)
+    lens = _check_array("actual_seq_lengths", actual_seq_lengths, 1, np.int32)
+    t, nk, dk = q.shape
+    _, nv, dv = v.shape
+    if min(q.shape + v.shape[1:]) <= 0:
+        raise InputError("query/value shape", (q.shape, v.shape), "every dimension must be positive")
+    if k.shape != q.shape:
+        raise InputError("key.shape", k.shape, f"must equal query.shape {q.shape}")
+    if v.shape[0] != t:
+        raise InputError("value.shape[0]", v.shape[0], f"must equal T = {t}")
+    if nv % nk:
+        raise InputError("value.shape[1] (Nv)", nv, f"must be a multiple of Nk = {nk}")
+    if b.shape != (t, nv):
+        raise InputError("beta.shape", b.shape, f"must be {(t, nv)}")
+    if s.shape[1:] != (nv, dv, dk):
+        raise InputError("initial_state.shape", s.shape, f"must be (B, {nv}, {dv}, {dk}) (value dim first)")
+    if lens.shape != (s.shape[0],):
+        raise InputError("actual_seq_lengths.shape", lens.shape, f"must be ({s.shape[0]},), one per batch")
+    if (lens < 0).any():
+        raise InputError("actual_seq_lengths", lens.tolist(), "lengths must be >= 0")
+    if int(lens.sum()) != t:
+        raise InputError("actual_seq_lengths", int(lens.sum()), f"must sum to T = {t}")
+    if g is not None:
+        gg = _check_array("g", g, 2, np.float32)
+        if gg.shape != (t, nv):
+            raise InputError("g.shape", gg.shape, f"must be {(t, nv)}")
+    if not np.isfinite(scale_value):
+        raise InputError("scale_value", scale_value, "must be finite")
+
+
+def chunk_gated_delta_rule(query, key, value, beta, initial_state, actual_seq_lengths, g=None,
+                           scale_value=1.0, *, numerics="kernel", hardware="atlas-300i-duo",
+                           buffer_num=1, policy="greedy", fidelity="functional") -> OpResult:
+    """Run the op. ``fidelity="functional"`` runs the programs with no timing; ``"instr"`` or
+    ``"phase"`` also time them on ``hardware`` and attach the frames as ``.result``."""
+    validate_inputs(query, key, value, beta, initial_state, actual_seq_lengths, g, scale_value)
+    if fidelity == "functional":
+        from cgdr_des.hw import load_profile
+
+        prof = load_profile(hardware)
+        launch = build_launch(query, key, value, beta, initial_state, actual_seq_lengths, g, scale_value,
+                              numerics=numerics, ub_size=prof.ub_bytes, aiv_num=prof.vector_cores,
+                              buffer_num=buffer_num)
+        fr = run_functional(launch, policy)
+        return OpResult(fr.out, fr.final_state, fr.counts, None, launch.tiling)
+    from cgdr_des.simulate import simulate_launch
+
+    return simulate_launch(query, key, value, beta, initial_state, actual_seq_lengths, g, scale_value,
+                           numerics=numerics, hardware=hardware, buffer_num=buffer_num, policy=policy,
+                           fidelity=fidelity)
