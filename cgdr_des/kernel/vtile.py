@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from cgdr_des.errors import KernelDiagnostic
-from cgdr_des.isa import AllocTensor, Scalar, DataCopyExtParams, DataCopyParams, DeQue, EnQue, FreeTensor
+from cgdr_des.isa import AllocTensor, DataCopyExtParams, DataCopyParams, DeQue, EnQue, FreeTensor, Scalar
 from cgdr_des.kernel import chunk_math as cm
 from cgdr_des.kernel.emit import (
     ALU,
