@@ -260,9 +260,26 @@ class Tag:
     chunk: int = -1
 
 
+@dataclass(frozen=True, slots=True)
+class Macro:
+    """A run of scalar + vector work timed once, in isolation, by the machine's own cost model
+    (``phase`` fidelity): it stands for the records it replaced.
+
+    Executed as: the scalar unit is busy ``s_cycles`` from its issue time ``t``; the vector pipe is
+    occupied for ``v_end - v_start`` cycles starting at ``max(t + v_start, vector pipe free)``.
+    ``counts`` holds ``(record_kind, n)`` pairs of the replaced records (Scalar weighted by count).
+    """
+
+    name: str
+    s_cycles: int
+    v_start: int
+    v_end: int
+    counts: tuple[tuple[str, int], ...] = ()
+
+
 Record = Union[
     Scalar, ScalarGm, VecOp, Dma, PipeBarrier, SetFlag, WaitFlag, FetchEventID, AllocEventID,
-    ReleaseEventID, InitBuffer, AllocTensor, EnQue, DeQue, FreeTensor, Tag,
+    ReleaseEventID, InitBuffer, AllocTensor, EnQue, DeQue, FreeTensor, Tag, Macro,
 ]
 
 

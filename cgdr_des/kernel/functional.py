@@ -32,20 +32,32 @@ class FunctionalResult:
 
 
 def build_launch(query, key, value, beta, initial_state, actual_seq_lengths, g=None, scale_value=1.0, *,
-                 numerics="kernel", ub_size=262144, aiv_num=8, buffer_num=1, has_gamma=None) -> Launch:
-    """Host side: tiling from the shapes (as TilingFunc reads them), the GM map, the shared launch."""
-    if numerics not in NUMERICS:
-        raise InputError("numerics", numerics, f"allowed: {', '.join(NUMERICS)}")
+                 numerics="kernel", ub_size=262144, aiv_num=8, buffer_num=1) -> Launch:
+    """Host side for the op's tensors: the shapes as TilingFunc reads them (ParseShapeDims)."""
     t, nk, dk = query.shape
     _, nv, dv = value.shape
-    batch = initial_state.shape[0]
-    gamma = g is not None if has_gamma is None else has_gamma
-    tiling = compute_tiling(t=t, hqk=nk, dk=dk, hv=nv, dv=dv, batch=batch, ub_size=ub_size,
-                            aiv_num=aiv_num, has_gamma=gamma, buffer_num=buffer_num)
-    shape = Shape(batch, t, nk, nv, dk, dv, float(scale_value), gamma)
-    gm = build_gm_map(t=t, nk=nk, nv=nv, dk=dk, dv=dv, batch=batch, workspace_bytes=tiling.workspace_bytes)
-    return Launch(shape, tiling, gm, numerics, query, key, value, beta, initial_state,
-                  np.asarray(actual_seq_lengths), g, tiling.block_dim)
+    shape = Shape(initial_state.shape[0], t, nk, nv, dk, dv, float(scale_value), g is not None)
+    tensors = dict(query=query, key=key, value=value, beta=beta, initial_state=initial_state)
+    return make_launch(shape, actual_seq_lengths, g, tensors, numerics=numerics, ub_size=ub_size,
+                       aiv_num=aiv_num, buffer_num=buffer_num)
+
+
+def make_launch(shape: Shape, lengths, g, tensors: dict | None, *, numerics="kernel", ub_size=262144,
+                aiv_num=8, buffer_num=1) -> Launch:
+    """Tiling, GM map and the shared launch state. ``tensors`` may be None only when numerics is
+    ``off`` (a timing-only run needs the lengths, and g for the cost of ScalarExp, nothing else)."""
+    if numerics not in NUMERICS:
+        raise InputError("numerics", numerics, f"allowed: {', '.join(NUMERICS)}")
+    if tensors is None and numerics != "off":
+        raise InputError("numerics", numerics, "a run without tensors needs numerics 'off'")
+    sh = shape
+    tiling = compute_tiling(t=sh.t, hqk=sh.nk, dk=sh.dk, hv=sh.nv, dv=sh.dv, batch=sh.batch, ub_size=ub_size,
+                            aiv_num=aiv_num, has_gamma=sh.has_gamma, buffer_num=buffer_num)
+    gm = build_gm_map(t=sh.t, nk=sh.nk, nv=sh.nv, dk=sh.dk, dv=sh.dv, batch=sh.batch,
+                      workspace_bytes=tiling.workspace_bytes)
+    tensors = tensors or dict.fromkeys(("query", "key", "value", "beta", "initial_state"))
+    return Launch(sh, tiling, gm, numerics, lengths=np.asarray(lengths), g=g, block_dim=tiling.block_dim,
+                  **tensors)
 
 
 def core_assignments(launch: Launch, policy: str) -> list[set | None]:

@@ -1,0 +1,209 @@
+"""Host tiling of the vector-only kernel, as ``op_host/chunk_gated_delta_rule_tiling.cpp`` (commit 00e39ab5).
+
+What the host decides before launch (notes/kernel.md §3):
+
+- ``SolveVStep``: the largest V-tile width ``vStep`` (from ``CeilAlign(dv, 16)`` down to 16, step 16)
+  whose ``ComputeTmpBuffBytes + ComputeOutQueueBytes`` fits in UB;
+- ``allowScoresStateOverlap = hv < aivNum``: with spare cores each core owns one V-tile, so the
+  attention-score block and the state tile may share UB;
+- ``workItems = hv * vTileCount`` if ``hv < aivNum and vTileCount > 1`` else ``hv`` (batch not
+  included in !1108); ``blockDim = max(1, min(workItems, aivNum))``;
+- ``ubRestBytes = ubSize - outQueueBytes``: every UB byte not used by the out-queue goes to tmpBuff;
+- workspace ``max(B * hv * dk * CeilAlign(dv, 8) * 4, 32 MiB)``.
+
+Units: bytes for every ``*_bytes`` field, elements for the rest.
+
+``buffer_num``: the source has ``BUFFER_NUM = 1``. A double-buffered variant (``buffer_num = 2``)
+allocates two out-queue buffers on the device, so its host must deduct two: by default the host
+accounting goes with the variant (``host_queue_buffers = buffer_num``: SolveVStep checks
+``tmp + buffer_num * outQueue <= ubSize`` and ``ubRestBytes = ubSize - buffer_num * outQueue``).
+``host_queue_buffers = 1`` with ``buffer_num = 2`` reproduces what flipping only the device constant
+would do (notes/kernel.md §7.4): the host still deducts one buffer, :attr:`Tiling.device_ub_bytes`
+exceeds UB, and the machine reports the UB over-allocation instead of simulating it.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+
+from cgdr_des.errors import InputError
+
+FP16_NUM_PER_BLOCK = 16  # fp16 elements per 32-byte block; also the vStep search step
+FP32_NUM_PER_BLOCK = 8
+CHUNK_SIZE = 64  # kDefaultChunkSize: fixed in v1, not an attribute
+WORKSPACE_FLOOR_BYTES = 32 * 1024 * 1024  # kWorkspaceBytes
+FP32_BYTES = 4
+FP16_BYTES = 2
+
+
+def ceil_align(value: int, align: int) -> int:
+    """``CeilAlign``: ``value`` rounded up to a multiple of ``align``."""
+    return -(-value // align) * align
+
+
+def div_ceil(value: int, divisor: int) -> int:
+    """``DivCeil`` / ``Ceil``: integer division rounded up."""
+    return -(-value // divisor)
+
+
+def compute_tmp_buff_bytes(v_step: int, dv: int, dk: int, allow_overlap: bool,
+                           chunk_size: int = CHUNK_SIZE) -> int:
+    """``ComputeTmpBuffBytes``: bytes of the FP32 tmpBuff blocks for a candidate ``v_step``.
+
+    chunkK + kCumdecay (cs * alignK each), decayMask (cs * cs), chunkV + chunkAttnOut (cs * av each),
+    gCumsum and expGCum (cs each), delta (max(sK, cs, av)), dotProduct (max(sK, cs)), and the scores
+    (cs * cs) / state (sK * av) pair, overlapped to their max when ``v_step >= dv or allow_overlap``.
+    """
+    cs = chunk_size
+    av = ceil_align(v_step, FP32_NUM_PER_BLOCK)
+    align_k = ceil_align(dk, FP16_NUM_PER_BLOCK)
+    s_k = ceil_align(dk, FP32_NUM_PER_BLOCK)
+    dot_elems = max(s_k, cs)
+    delta_elems = max(dot_elems, av)
+    fixed = 2 * cs * align_k + cs * cs + cs + dot_elems + cs
+    v_part = 2 * cs * av + delta_elems
+    scores, state = cs * cs, s_k * av
+    pair = max(scores, state) if (v_step >= dv or allow_overlap) else scores + state
+    return (fixed + v_part + pair) * FP32_BYTES
+
+
+def compute_out_queue_bytes(v_step: int, dk: int, chunk_size: int = CHUNK_SIZE) -> int:
+    """``ComputeOutQueueBytes``: the fp16 staging of a state tile [sK, av] or an output tile [cs, av]."""
+    av = ceil_align(v_step, FP32_NUM_PER_BLOCK)
+    s_k = ceil_align(dk, FP32_NUM_PER_BLOCK)
+    return max(s_k * av, chunk_size * av) * FP16_BYTES
+
+
+def solve_v_step(dv: int, dk: int, ub_size: int, allow_overlap: bool,
+                 chunk_size: int = CHUNK_SIZE, queue_buffers: int = 1) -> int | None:
+    """``SolveVStep``: the largest 16-multiple ``vs <= CeilAlign(dv, 16)`` that fits, or None.
+
+    The source's trailing ``if (vStep > dv) vStep = CeilAlign(dv, 16)`` is dead code (the search
+    starts at that value), so it is not repeated here.
+    """
+    for vs in range(ceil_align(dv, FP16_NUM_PER_BLOCK), 0, -FP16_NUM_PER_BLOCK):
+        need = (compute_tmp_buff_bytes(vs, dv, dk, allow_overlap, chunk_size)
+                + queue_buffers * compute_out_queue_bytes(vs, dk, chunk_size))
+        if need <= ub_size:
+            return vs
+    return None
+
+
+@dataclass(frozen=True)
+class Tiling:
+    """The host's tiling decision (``ChunkGatedDeltaRuleTilingData`` plus blockDim and workspace).
+
+    Shape fields echo the inputs: ``t`` (total tokens), ``hqk``, ``dk``, ``hv``, ``dv``, ``batch``.
+    ``tmp_buff_bytes`` is the tmpBuff size the chosen vStep needs (the debug log's ``tbuf``), while
+    ``ub_rest_bytes`` is what the device actually gives tmpBuff (all UB left after the out-queue).
+    """
+
+    t: int
+    hqk: int
+    dk: int
+    hv: int
+    dv: int
+    batch: int
+    ub_size: int
+    aiv_num: int
+    has_gamma: bool
+    buffer_num: int
+    chunk_size: int
+    num_chunks: int
+    pad_size: int
+    align_k: int
+    v_step: int
+    v_tile_count: int
+    allow_scores_state_overlap: bool
+    overlap_scores_state: bool
+    tmp_buff_bytes: int
+    out_queue_bytes: int
+    ub_rest_bytes: int
+    work_items: int
+    block_dim: int
+    workspace_bytes: int
+
+    @property
+    def state_stride_k(self) -> int:
+        """``stateStrideK_ = CeilAlign(dk, 8)``: row count of the state tile in UB."""
+        return ceil_align(self.dk, FP32_NUM_PER_BLOCK)
+
+    @property
+    def v_step_aligned(self) -> int:
+        """``vStepAligned_ = CeilAlign(vStep, 8)``: UB row stride of every V-wide FP32 block."""
+        return ceil_align(self.v_step, FP32_NUM_PER_BLOCK)
+
+    @property
+    def device_ub_bytes(self) -> int:
+        """UB the device allocates: ``buffer_num`` out-queue buffers plus the ``ub_rest_bytes`` TBuf."""
+        return self.buffer_num * self.out_queue_bytes + self.ub_rest_bytes
+
+    @property
+    def ub_overflow_bytes(self) -> int:
+        """How far ``device_ub_bytes`` exceeds ``ub_size`` (0 when it fits; > 0 with buffer_num=2)."""
+        return max(0, self.device_ub_bytes - self.ub_size)
+
+
+def _positive(name: str, value: object, minimum: int = 1) -> int:
+    try:
+        number = operator.index(value)
+    except TypeError:
+        raise InputError(name, value, f"an integer >= {minimum}") from None
+    if isinstance(value, bool) or number < minimum:
+        raise InputError(name, value, f"an integer >= {minimum}")
+    return number
+
+
+def compute_tiling(*, t: int, hqk: int, dk: int, hv: int, dv: int, batch: int, ub_size: int, aiv_num: int,
+                   has_gamma: bool = True, buffer_num: int = 1, host_queue_buffers: int | None = None) -> Tiling:
+    """``ChunkGatedDeltaRuleTilingFunc``: the tiling for one launch. Raises InputError on bad input.
+
+    ``t`` may be 0 (every sequence empty); the other dims, ``ub_size`` and ``aiv_num`` must be
+    positive; ``buffer_num`` is 1 (the source) or 2. When no vStep fits UB the host returns
+    GRAPH_FAILED; here that is an InputError naming the shape and ``ub_size``.
+    """
+    t = _positive("t", t, minimum=0)
+    hqk, dk, hv, dv, batch = (_positive(n, v) for n, v in
+                              (("hqk", hqk), ("dk", dk), ("hv", hv), ("dv", dv), ("batch", batch)))
+    ub_size, aiv_num = _positive("ub_size", ub_size), _positive("aiv_num", aiv_num)
+    if buffer_num not in (1, 2) or isinstance(buffer_num, bool):
+        raise InputError("buffer_num", buffer_num, "1 (the source) or 2")
+    host_q = buffer_num if host_queue_buffers is None else host_queue_buffers
+    if host_q not in (1, 2) or isinstance(host_q, bool):
+        raise InputError("host_queue_buffers", host_queue_buffers, "1 or 2 (default: buffer_num)")
+    shape = {"t": t, "hqk": hqk, "dk": dk, "hv": hv, "dv": dv, "batch": batch}
+    return _build(shape, ub_size, aiv_num, bool(has_gamma), buffer_num, host_q)
+
+
+def _solve(dk: int, hv: int, dv: int, ub_size: int, allow_overlap: bool, queue_buffers: int) -> int:
+    v_step = solve_v_step(dv, dk, ub_size, allow_overlap, queue_buffers=queue_buffers)
+    if v_step is None:
+        smallest = (compute_tmp_buff_bytes(FP16_NUM_PER_BLOCK, dv, dk, allow_overlap)
+                    + queue_buffers * compute_out_queue_bytes(FP16_NUM_PER_BLOCK, dk))
+        raise InputError("ub_size", ub_size, f"no vStep fits shape dk={dk}, dv={dv}, hv={hv}: "
+                                             f"even vStep=16 needs {smallest} bytes of UB")
+    return v_step
+
+
+def _build(shape: dict[str, int], ub_size: int, aiv_num: int, has_gamma: bool, buffer_num: int,
+           host_queue_buffers: int) -> Tiling:
+    t, dk, hv, dv, batch = (shape[n] for n in ("t", "dk", "hv", "dv", "batch"))
+    allow_overlap = hv < aiv_num
+    v_step = _solve(dk, hv, dv, ub_size, allow_overlap, host_queue_buffers)
+    pad_size = (CHUNK_SIZE - t % CHUNK_SIZE) % CHUNK_SIZE
+    v_tile_count = div_ceil(dv, v_step)
+    work_items = hv * v_tile_count if (hv < aiv_num and v_tile_count > 1) else hv
+    out_queue = compute_out_queue_bytes(v_step, dk)
+    state_ws = batch * hv * dk * ceil_align(dv, FP32_NUM_PER_BLOCK) * FP32_BYTES
+    return Tiling(
+        **shape, ub_size=ub_size, aiv_num=aiv_num,
+        has_gamma=has_gamma, buffer_num=buffer_num, chunk_size=CHUNK_SIZE,
+        num_chunks=(t + pad_size) // CHUNK_SIZE, pad_size=pad_size,
+        align_k=ceil_align(dk, FP16_NUM_PER_BLOCK), v_step=v_step, v_tile_count=v_tile_count,
+        allow_scores_state_overlap=allow_overlap, overlap_scores_state=v_step >= dv or allow_overlap,
+        tmp_buff_bytes=compute_tmp_buff_bytes(v_step, dv, dk, allow_overlap), out_queue_bytes=out_queue,
+        ub_rest_bytes=ub_size - host_queue_buffers * out_queue, work_items=work_items,
+        block_dim=max(1, min(work_items, aiv_num)),
+        workspace_bytes=max(state_ws, WORKSPACE_FLOOR_BYTES),
+    )
