@@ -87,6 +87,9 @@ class Launch:
     ft: type = np.float32
     #: widened copies of the inputs (fp16 -> ft), made once per launch
     wide: dict = field(default_factory=dict)
+    #: phase fidelity: the machine's PhaseCompiler and the compiled phases by signature
+    compiler: object = None
+    phase_cache: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.numerics == "off":

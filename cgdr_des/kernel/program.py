@@ -49,16 +49,42 @@ CHUNK_PHASES = (
 )
 
 
+def _phase_records(core: CoreState, name: str, run, sig: tuple) -> list:
+    """One phase's records after its numbers are computed.
+
+    At ``instr`` fidelity (no compiler) they are built afresh. At ``phase`` fidelity the first
+    occurrence of a signature is built and handed to the compiler (which times its scalar+vector
+    runs once and replaces them by Macro records); later occurrences only compute their numbers and
+    reuse the compiled list. A phase's record structure depends on nothing but its signature; what
+    the reuse loses is the exact GM addresses (DMA alignment, data-cache lines) and the argument of
+    each ScalarExp, both of which are those of the signature's first occurrence.
+    """
+    compiler = core.launch.compiler
+    if compiler is None:
+        out: list = []
+        run(out)
+        return out
+    key = (name, *sig)
+    compiled = core.launch.phase_cache.get(key)
+    if compiled is None:
+        out = []
+        run(out)
+        compiled = core.launch.phase_cache[key] = compiler.compile(out)
+    elif core.numerics != "off":
+        core.emit = False
+        run([])
+        core.emit = True
+    return compiled
+
+
 def _chunk_phases(core: CoreState, ch: ChunkInfo) -> Iterator[Record]:
     """Phases 1-5 (ProcessChunk / ProcessChunkVTile before the V-tile loop)."""
-    out: list = []
+    sig = (ch.L, ch.c == 0, ch.is_last)
     for name, fn in CHUNK_PHASES:
         if name == "P3.5_QCache" and not phases.can_cache_attn_query(core, ch.L):
             continue
-        out.append(Tag(name, ch.b, ch.head, ch.vt, ch.c))
-        fn(core, ch, out)
-        yield from out
-        out.clear()
+        yield Tag(name, ch.b, ch.head, ch.vt, ch.c)
+        yield from _phase_records(core, name, lambda out, fn=fn: fn(core, ch, out), sig)
 
 
 def _one_vtile(core: CoreState, ch: ChunkInfo, vt: int) -> Iterator[Record]:
@@ -75,12 +101,10 @@ def _one_vtile(core: CoreState, ch: ChunkInfo, vt: int) -> Iterator[Record]:
         ("S6b_WriteOut", lambda o: vtile.write_attn_tile_to_gm(core, ch, v_i, cv, o)),
         ("S7_UpdateState", lambda o: vtile.update_and_write_state(core, ch, v_i, cv, o)),
     )
-    out: list = []
+    sig = (ch.L, ch.c == 0, ch.is_last, v_i, cv)
     for name, fn in steps:
-        out.append(Tag(name, ch.b, ch.head, vt, ch.c))
-        fn(out)
-        yield from out
-        out.clear()
+        yield Tag(name, ch.b, ch.head, vt, ch.c)
+        yield from _phase_records(core, name, fn, sig)
 
 
 def process_item(core: CoreState, b: int, h: int, seq0: int, seq1: int, vt: int | None) -> Iterator[Record]:

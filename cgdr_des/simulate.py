@@ -1,0 +1,104 @@
+"""``simulate(scenario) -> Result``: scenario -> workload -> host tiling -> device programs -> machine.
+
+Host tiling picks blockDim; blockDim cores start, each runs Process over the items its policy gives
+it, all sharing GM; the outputs the programs compute come back assembled into out and final_state --
+the same numbers the functional run computes, since both pull the same programs.
+"""
+
+from __future__ import annotations
+
+from cgdr_des.hw import Machine, load_profile
+from cgdr_des.kernel.dispatch import assign_items, compute_avgload
+from cgdr_des.kernel.functional import core_assignments, make_launch
+from cgdr_des.kernel.launch import Shape, ceil_div, should_split
+from cgdr_des.kernel.program import core_program
+from cgdr_des.results.frames import build_result
+from cgdr_des.workload.tensors import draw_g, make_inputs
+
+#: Per-instruction ops rows are kept up to this many (one row is ~200 bytes in memory); beyond it
+#: only the per-phase spans are (the ops frame is then aggregated, and says so).
+OPS_ROW_LIMIT = 2_000_000
+
+
+def _tensors(sc, lengths):
+    """The launch's tensors (None for a timing-only run, which needs only g)."""
+    s, w = sc.shape, sc.workload
+    if sc.sim.numerics == "off":
+        g = draw_g(int(lengths.sum()), s.nv, w.seed) if s.has_gamma else None
+        return None, g, s.resolved_scale()
+    x = make_inputs(lengths, s.nk, s.nv, s.dk, s.dv, seed=w.seed, has_gamma=s.has_gamma,
+                    beta=w.tensors.beta, initial_state=w.tensors.initial_state)
+    tensors = dict(query=x.query, key=x.key, value=x.value, beta=x.beta, initial_state=x.initial_state)
+    return tensors, x.g, s.resolved_scale()
+
+
+def estimated_records(launch) -> int:
+    """Order of magnitude of the instruction count (§5.x: ~2.3 L^2 + 3.3 L dk records per chunk-tile)."""
+    sh, total = launch.shape, 0
+    tiles = ceil_div(sh.dv, launch.tiling.v_step)
+    for n in launch.lengths:
+        full, rest = divmod(int(n), 64)
+        for L in [64] * full + ([rest] if rest else []):
+            total += tiles * (int(2.3 * L * L) + int(3.3 * L * sh.dk) * 2)
+    return total * sh.nv
+
+
+def simulate(scenario, *, progress=None):
+    """Run one scenario; ``progress(done, total)`` is called as work items start."""
+    sc = scenario
+    prof = load_profile(sc.hardware.profile, dict(sc.hardware.overrides))
+    lengths = sc.lengths()
+    tensors, g, scale = _tensors(sc, lengths)
+    s = sc.shape
+    shape = Shape(int(lengths.size), int(lengths.sum()), s.nk, s.nv, s.dk, s.dv, scale, s.has_gamma)
+    launch = make_launch(shape, lengths, g, tensors, numerics=sc.sim.numerics, ub_size=prof.ub_bytes,
+                         aiv_num=prof.aiv_num, buffer_num=sc.kernel.buffer_num)
+    meta = {"scenario_name": sc.name, "scenario_hash": sc.scenario_hash(), "hardware": prof.name}
+    return run_launch(launch, prof, policy=sc.kernel.policy, fidelity=sc.sim.fidelity, meta=meta,
+                      progress=progress, scenario=sc)
+
+
+def run_launch(launch, prof, *, policy, fidelity, meta=None, progress=None, scenario=None):
+    """Time one launch on the machine and build the Result (shared by simulate and the op API)."""
+    assignment = assign_items(launch.lengths, launch.shape.nv, launch.shape.dv, launch.tiling.v_step,
+                              launch.block_dim, policy)
+    total = sum(len(a) for a in assignment)
+    started = [0]
+
+    def on_item(_key):
+        started[0] += 1
+        if progress is not None:
+            progress(started[0], total)
+
+    keep_ops = fidelity == "phase" or estimated_records(launch) <= OPS_ROW_LIMIT
+    if fidelity == "phase":
+        from cgdr_des.hw.phase import PhaseCompiler
+
+        launch.compiler = PhaseCompiler(prof)
+    programs = [core_program(launch, i, assigned=assigned, on_item=on_item)
+                for i, assigned in enumerate(core_assignments(launch, policy))]
+    run = Machine(prof, keep_ops=keep_ops).run(programs)
+    if progress is not None:
+        progress(total, total)
+    per_head = launch.tiling.v_tile_count if should_split(launch) else 1
+    avgload = compute_avgload(launch.lengths, launch.shape.nv, per_head, launch.block_dim)
+    meta = {**(meta or {}), "policy": policy, "buffer_num": launch.tiling.buffer_num, "fidelity": fidelity,
+            "numerics": launch.numerics, "avgload": avgload, "block_dim": launch.block_dim,
+            "v_step": launch.tiling.v_step, "ops_kept": keep_ops}
+    outputs = {"out": launch.out, "final_state": launch.final_state}
+    return build_result(run, assignment, meta=meta, clock_mhz=prof.clock_mhz, outputs=outputs,
+                        scenario=scenario, tiling=launch.tiling)
+
+
+def simulate_launch(query, key, value, beta, initial_state, actual_seq_lengths, g, scale_value, *,
+                    numerics, hardware, buffer_num, policy, fidelity):
+    """The op API's timed path: same launch as the functional run, then the machine."""
+    from cgdr_des.kernel.functional import build_launch
+    from cgdr_des.op import OpResult
+
+    prof = load_profile(hardware)
+    launch = build_launch(query, key, value, beta, initial_state, actual_seq_lengths, g, scale_value,
+                          numerics=numerics, ub_size=prof.ub_bytes, aiv_num=prof.aiv_num, buffer_num=buffer_num)
+    result = run_launch(launch, prof, policy=policy, fidelity=fidelity,
+                        meta={"scenario_name": "api", "scenario_hash": "", "hardware": prof.name})
+    return OpResult(launch.out, launch.final_state, None, result, launch.tiling)
