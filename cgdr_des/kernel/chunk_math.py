@@ -37,15 +37,17 @@ def dot_fp32(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
 def recursive_attn(buf: np.ndarray, chunk_len: int) -> None:
     """ComputeRecursiveAttn in place on ``buf[:L, :L]`` (strictly lower B -> strictly lower A).
 
-    Row i: ``A_ij = B_ij + sum_{k=j+1}^{i-1} B_ik A_kj``, accumulated over k in increasing order
-    (the Axpy order), each product rounded before its add, as Axpy does.
+    Row i: ``A_ij = B_ij + sum_{k=j+1}^{i-1} B_ik A_kj`` with the coefficients B_ik of the row as it
+    was before its update (the kernel's deltaFp32 copy) and rows k < i already final. Works on a copy
+    whose upper triangle is zero, so the terms with k <= j (which the prefix Axpy never touches) add
+    exact zeros; only the strictly lower part of ``buf`` is written back, as the kernel writes
+    nothing else. The sum over k is one vector-matrix product (numpy's order of additions).
     """
+    a = np.tril(buf[:chunk_len, :chunk_len], -1)
     for i in range(2, chunk_len):
-        coeff = buf[i, 1:i].copy()  # the original row (deltaFp32 copy)
-        terms = coeff[:, None] * buf[1:i, :i - 1]  # k = 1..i-1, columns j < k
-        terms[np.triu_indices(i - 1, 1)] = 0  # Axpy k touches only j < k
-        acc = np.concatenate([buf[i:i + 1, :i - 1], terms], axis=0)
-        buf[i, :i - 1] = np.add.accumulate(acc, axis=0)[-1]
+        a[i, :i - 1] += a[i, 1:i] @ a[1:i, :i - 1]
+    low = np.tril_indices(chunk_len, -1)
+    buf[low] = a[low]
 
 
 def tril_matmul(a: np.ndarray, b: np.ndarray, *, strict: bool = False) -> np.ndarray:
