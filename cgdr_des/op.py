@@ -87,7 +87,7 @@ def chunk_gated_delta_rule(query, key, value, beta, initial_state, actual_seq_le
     ``"phase"`` also time them on ``hardware`` and attach the frames as ``.result``."""
     validate_inputs(query, key, value, beta, initial_state, actual_seq_lengths, g, scale_value)
     if fidelity == "functional":
-        from cgdr_des.hw import load_profile
+        from cgdr_des.hw.profile import load_profile
 
         prof = load_profile(hardware)
         launch = build_launch(query, key, value, beta, initial_state, actual_seq_lengths, g, scale_value,

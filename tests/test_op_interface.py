@@ -1,0 +1,63 @@
+"""cgdr_des.chunk_gated_delta_rule: the op's interface and its input validation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from kernel_cases import assert_kernel_bounds, inputs, oracle
+
+import cgdr_des
+from cgdr_des.errors import InputError
+
+
+def kwargs(x, **changes):
+    return {**x.kwargs(), **changes}
+
+
+def test_functional_op_returns_fp16_outputs_within_bounds():
+    x = inputs([64, 30], 2, 4, 64, 32, seed=11)
+    r = cgdr_des.chunk_gated_delta_rule(**x.kwargs())
+    assert r.out.dtype == np.float16 and r.out.shape == x.value.shape
+    assert r.final_state.dtype == np.float16 and r.final_state.shape == x.initial_state.shape
+    assert_kernel_bounds(r, *oracle(x))
+
+
+def test_exact_numerics_are_float64():
+    x = inputs([40], 1, 1, 64, 64, seed=12)
+    r = cgdr_des.chunk_gated_delta_rule(**x.kwargs(), numerics="exact")
+    assert r.out.dtype == np.float64 and r.final_state.dtype == np.float64
+
+
+def test_numerics_off_returns_no_outputs_but_counts():
+    x = inputs([40], 1, 1, 64, 64, seed=12)
+    r = cgdr_des.chunk_gated_delta_rule(**x.kwargs(), numerics="off")
+    assert r.out is None and r.final_state is None
+    assert r.counts[("P4b_Recursion", "vec")] == (40 - 1) * (40 - 2) // 2
+
+
+@pytest.mark.parametrize("field, change", [
+    ("query.dtype", lambda x: {"query": x.query.astype(np.float32)}),
+    ("key.shape", lambda x: {"key": x.key[:, :, :-1]}),
+    ("value.shape[1] (Nv)", lambda x: {"value": np.zeros((x.value.shape[0], 3, 32), np.float16)}),
+    ("beta.shape", lambda x: {"beta": x.beta[:-1]}),
+    ("initial_state.shape", lambda x: {"initial_state": np.swapaxes(x.initial_state, 2, 3)[..., :16]}),
+    ("actual_seq_lengths", lambda x: {"actual_seq_lengths": np.array([64, 29], np.int32)}),
+    ("actual_seq_lengths", lambda x: {"actual_seq_lengths": np.array([-1, 95], np.int32)}),
+    ("actual_seq_lengths.dtype", lambda x: {"actual_seq_lengths": x.actual_seq_lengths.astype(np.int64)}),
+    ("g.dtype", lambda x: {"g": x.g.astype(np.float16)}),
+    ("g.shape", lambda x: {"g": x.g[:, :1].copy()}),
+    ("query", lambda x: {"query": np.where(np.arange(64) == 3, np.nan, x.query).astype(np.float16)}),
+    ("scale_value", lambda x: {"scale_value": float("inf")}),
+])
+def test_bad_inputs_name_the_field(field, change):
+    x = inputs([64, 30], 2, 4, 64, 32, seed=13)
+    with pytest.raises(InputError) as err:
+        cgdr_des.chunk_gated_delta_rule(**kwargs(x, **change(x)))
+    assert str(err.value).startswith(field + ":")
+    assert "\n" not in str(err.value)
+
+
+def test_unknown_numerics_is_an_input_error():
+    x = inputs([16], 1, 1, 16, 16)
+    with pytest.raises(InputError, match="numerics"):
+        cgdr_des.chunk_gated_delta_rule(**x.kwargs(), numerics="fast")
