@@ -1,0 +1,93 @@
+"""Machine throughput: simulated records per second against bare SimPy events per second.
+
+The machine (fidelity ``instr``) should simulate at least as many instruction records per second as
+a bare SimPy loop (``yield env.timeout(1)``) processes events in the same process: that is the
+yardstick for "no SimPy event per instruction". Patterns (one core, synthetic, long):
+
+- ``dotfp32``: Mul, WholeReduceSum, SetFlag<V_S>, WaitFlag<V_S>, Scalar ub_load x2 (kernel Phase 4:
+  a V->S round trip per call);
+- ``axpy_barrier``: Scalar ub_load, Axpy, PipeBarrier<V> (kernel Phase 5/6 rows, V serialised);
+- ``axpy_s_to_v``: ub_load, SetFlag<S_V>, WaitFlag<S_V>, Axpy, PipeBarrier<V> (the kernel's exact
+  pattern; run with flag_double_set="counter" because the scalar unit sets S_V again before V has
+  consumed the previous set, which the default policy reports).
+
+Each is timed with ops kept (default) and without (``keep_ops=False``); best of ``--repeat`` runs.
+
+Usage: ``python analysis/benchmarks/bench_instr_throughput.py [--records 300000] [--repeat 3]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import simpy
+
+from cgdr_des.hw import Machine, load_profile
+from cgdr_des.isa import PipeBarrier, Scalar, SetFlag, Tag, VecOp, WaitFlag
+
+
+def dotfp32(n_records: int):
+    yield Tag("P4a_DotFp32", 0, 0, -1, 0)
+    body = (VecOp("Mul", "fp32", 128), VecOp("WholeReduceSum", "fp32", 128), SetFlag("V_S", 0),
+            WaitFlag("V_S", 0), Scalar("ub_load", 2))
+    for _ in range(n_records // len(body)):
+        yield from body
+
+
+def axpy_barrier(n_records: int):
+    yield Tag("S4_VNew", 0, 0, -1, 0)
+    body = (Scalar("ub_load"), VecOp("Axpy", "fp32", 128), PipeBarrier("V"))
+    for _ in range(n_records // len(body)):
+        yield from body
+
+
+def axpy_s_to_v(n_records: int):
+    yield Tag("S4_VNew", 0, 0, -1, 0)
+    body = (Scalar("ub_load"), SetFlag("S_V", 0), WaitFlag("S_V", 0), VecOp("Axpy", "fp32", 128),
+            PipeBarrier("V"))
+    for _ in range(n_records // len(body)):
+        yield from body
+
+
+PATTERNS = {"dotfp32": (dotfp32, {}), "axpy_barrier": (axpy_barrier, {}),
+            "axpy_s_to_v": (axpy_s_to_v, {"flag_double_set": "counter"})}
+
+
+def simpy_events_per_second(n_events: int) -> float:
+    env = simpy.Environment()
+
+    def loop(env):
+        for _ in range(n_events):
+            yield env.timeout(1)
+
+    env.process(loop(env))
+    t0 = time.perf_counter()
+    env.run()
+    return n_events / (time.perf_counter() - t0)
+
+
+def records_per_second(pattern: str, n_records: int, keep_ops: bool) -> tuple[float, int]:
+    make, overrides = PATTERNS[pattern]
+    machine = Machine(load_profile("atlas-300i-duo", overrides or None), keep_ops=keep_ops)
+    t0 = time.perf_counter()
+    run = machine.run([make(n_records)])
+    dt = time.perf_counter() - t0
+    return run.cores[0]["n_records"] / dt, run.makespan
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--records", type=int, default=300_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    bare = max(simpy_events_per_second(args.records) for _ in range(args.repeat))
+    print(f"bare SimPy timeout loop: {bare:12,.0f} events/s")
+    for pattern in PATTERNS:
+        for keep_ops in (True, False):
+            best = max(records_per_second(pattern, args.records, keep_ops)[0] for _ in range(args.repeat))
+            print(f"{pattern:13s} keep_ops={keep_ops!s:5s}: {best:12,.0f} records/s   ratio {best / bare:5.2f}")
+
+
+if __name__ == "__main__":
+    main()

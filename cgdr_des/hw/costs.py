@@ -1,0 +1,87 @@
+"""The cost model: cycles of each instruction record, from the profile's numbers.
+
+Every function here is a closed form of profile fields, so tests can recompute them independently.
+
+- Vector (count-form API, one V instruction): issue ``max(1, ceil(n / width)) * cycles_per_repeat``
+  cycles, then completion ``latency = vec_delay_cycles[op][dtype] + vec_pipe_delay_cycles`` after the
+  issue ends. The next V instruction may start when the issue ends (pipelined); behind a
+  ``PipeBarrier<V>`` it waits for the completion.
+- Scalar: ``count`` times the per-kind cost; ``exp`` is a ScalarExp call costed from its argument
+  (see :func:`scalar_exp_cycles`).
+- DMA: ``latency + overhead`` cycles before the first byte (no bandwidth used), then the bytes at the
+  rate the GM bus grants, at most the per-core peak, times ``dma_unaligned_efficiency`` when the GM
+  address is not ``dma_aligned_bytes``-aligned.
+"""
+
+from __future__ import annotations
+
+import math
+
+from cgdr_des.hw.profile import Profile
+
+# ScalarExp (kernel source chunk_gated_delta_rule.h:263-284): op counts per part of the routine.
+# abs/compare/select and the three initialisations; per halving: compare, multiply, increment;
+# per Taylor term: int->float cast, multiply, add, loop compare (+ one division); per squaring:
+# multiply and loop compare; the final sign test. A negative argument adds one reciprocal.
+EXP_TAYLOR_TERMS = 12
+EXP_FIXED_ALU = 6
+EXP_ALU_PER_HALVING = 3
+EXP_ALU_PER_TERM = 4
+EXP_DIV_PER_TERM = 1
+EXP_ALU_PER_SQUARING = 2
+
+
+def vec_params(profile: Profile) -> dict[str, dict[str, tuple[int, int, int]]]:
+    """``{dtype: {op: (width, cycles_per_repeat, latency)}}`` for every op of the profile."""
+    out: dict[str, dict[str, tuple[int, int, int]]] = {}
+    for op, widths in profile.vec_width.items():
+        cpr = profile.vec_cycles_per_repeat[op]
+        for dtype, width in widths.items():
+            out.setdefault(dtype, {})[op] = (width, cpr, profile.vec_latency_cycles(op, dtype))
+    return out
+
+
+def vec_issue_cycles(n: int, width: int, cycles_per_repeat: int) -> int:
+    """Cycles the V pipe spends issuing one instruction over ``n`` elements."""
+    return max(1, -(-n // width)) * cycles_per_repeat
+
+
+def exp_halvings(arg: float) -> int:
+    """How many times ScalarExp halves ``|arg|`` before it is <= 1 (the kernel's while loop)."""
+    if math.isinf(arg):
+        raise ValueError("ScalarExp of an infinite argument never terminates (kernel loops forever)")
+    reduced, k = abs(arg), 0
+    while reduced > 1.0:
+        reduced *= 0.5
+        k += 1
+    return k
+
+
+def scalar_exp_cycles(arg: float, alu: int, div: int) -> int:
+    """Cycles of one ScalarExp(arg) on the scalar unit."""
+    k = exp_halvings(arg)
+    n_alu = (EXP_FIXED_ALU + EXP_ALU_PER_HALVING * k + EXP_ALU_PER_TERM * EXP_TAYLOR_TERMS
+             + EXP_ALU_PER_SQUARING * k)
+    n_div = EXP_DIV_PER_TERM * EXP_TAYLOR_TERMS + (1 if arg < 0 else 0)
+    return n_alu * alu + n_div * div
+
+
+def scalar_kind_cycles(profile: Profile) -> dict[str, int]:
+    """Per-count cycles of the fixed-cost scalar kinds (``exp`` depends on its argument)."""
+    return {"alu": profile.scalar_alu_cycles, "ub_load": profile.scalar_ub_load_cycles,
+            "ub_store": profile.scalar_ub_store_cycles, "div": profile.scalar_div_cycles}
+
+
+def dma_first_byte_cycles(profile: Profile, read: bool) -> int:
+    """Cycles from a DMA's start on its pipe to its first byte: latency plus fixed overhead."""
+    if read:
+        return profile.dma_read_latency_cycles + profile.dma_read_overhead_cycles
+    return profile.dma_write_latency_cycles + profile.dma_write_overhead_cycles
+
+
+def dma_rate_cap(profile: Profile, read: bool, gm_addr: int) -> float:
+    """The most bytes/cycle one transfer may move: the core's peak, reduced when unaligned."""
+    peak = profile.dma_read_peak_per_cycle if read else profile.dma_write_peak_per_cycle
+    if gm_addr % profile.dma_aligned_bytes:
+        return peak * profile.dma_unaligned_efficiency
+    return peak

@@ -1,0 +1,40 @@
+"""The scalar unit's data cache for GlobalTensor GetValue / SetValue (hardware.md rows 16, 40).
+
+Lines of ``line_bytes``; ``capacity_bytes / line_bytes`` of them, fully associative with LRU
+replacement, write-allocate (a SetValue miss fetches the line like a GetValue: the cache is
+write-back). The real DCache's associativity is not published: full associativity is the
+optimistic choice. An access hits when every line it touches is resident.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+
+class DataCache:
+    def __init__(self, line_bytes: int, capacity_bytes: int) -> None:
+        self.line_bytes = line_bytes
+        self.n_lines = max(1, capacity_bytes // line_bytes)
+        self.lines: OrderedDict[int, None] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    def access(self, addr: int, nbytes: int) -> bool:
+        """Touch ``[addr, addr + nbytes)``; return True on a hit. Updates LRU order and residency."""
+        first = addr // self.line_bytes
+        last = (addr + max(nbytes, 1) - 1) // self.line_bytes
+        lines = self.lines
+        hit = True
+        for line in range(first, last + 1):
+            if line in lines:
+                lines.move_to_end(line)
+            else:
+                hit = False
+                lines[line] = None
+                if len(lines) > self.n_lines:
+                    lines.popitem(last=False)
+        if hit:
+            self.hits += 1
+        else:
+            self.misses += 1
+        return hit

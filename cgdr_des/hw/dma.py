@@ -1,0 +1,58 @@
+"""DataCopy records: the hardware range checks of their parameters and the numbers their DMA needs.
+
+Ranges (notes/hardware.md rows 43-44): ``DataCopyParams`` fields are uint16 counts of 32-byte blocks
+with ``blockCount`` at most 4095; ``DataCopyExtParams`` has ``blockCount`` <= 4095, ``blockLen`` in
+bytes up to 2097151 and uint32 strides. A value outside its range would be truncated by the
+hardware field, so the machine reports it instead of timing a transfer the kernel does not make.
+"""
+
+from __future__ import annotations
+
+from cgdr_des.hw.costs import dma_first_byte_cycles, dma_rate_cap
+from cgdr_des.hw.diagnostics import HwFault
+from cgdr_des.hw.profile import Profile
+from cgdr_des.isa import DataCopyExtParams, DataCopyParams, Dma
+
+UINT16 = 65535
+UINT32 = 2**32 - 1
+MAX_BLOCK_COUNT = 4095
+EXT_MAX_BLOCK_LEN = 2097151
+LIMITS = {
+    DataCopyParams: {"block_count": MAX_BLOCK_COUNT, "block_len": UINT16, "src_stride": UINT16,
+                     "dst_stride": UINT16},
+    DataCopyExtParams: {"block_count": MAX_BLOCK_COUNT, "block_len": EXT_MAX_BLOCK_LEN, "src_stride": UINT32,
+                        "dst_stride": UINT32},
+}
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def check_dma(rec: Dma, ub_bytes: int) -> None:
+    """Raise HwFault when a DataCopy would not do on hardware what the record says."""
+    if rec.direction not in ("GM2UB", "UB2GM"):
+        raise HwFault(f"Dma direction {rec.direction!r} not one of GM2UB, UB2GM")
+    limits = LIMITS.get(type(rec.params))
+    if limits is None:
+        raise HwFault(f"Dma params {type(rec.params).__name__} not DataCopyParams or DataCopyExtParams")
+    name = type(rec.params).__name__
+    for field, hi in limits.items():
+        v = getattr(rec.params, field)
+        if not _is_int(v) or not 0 <= v <= hi:
+            kind = "uint16" if hi == UINT16 else ("blockCount" if field == "block_count" else "field")
+            raise HwFault(f"{name}.{field} = {v!r} is outside [0, {hi}] ({kind} range): the hardware "
+                          "field would truncate")
+    if not _is_int(rec.nbytes) or rec.nbytes < 0:
+        raise HwFault(f"Dma nbytes = {rec.nbytes!r}, must be an integer >= 0")
+    if not _is_int(rec.ub_addr) or rec.ub_addr < 0 or rec.ub_addr + rec.nbytes > ub_bytes:
+        raise HwFault(f"Dma UB range [{rec.ub_addr}, {rec.ub_addr}+{rec.nbytes}) is outside the "
+                      f"{ub_bytes}-byte UB")
+    if not _is_int(rec.gm_addr) or rec.gm_addr < 0:
+        raise HwFault(f"Dma gm_addr = {rec.gm_addr!r}, must be an integer >= 0")
+
+
+def dma_numbers(profile: Profile, rec: Dma) -> tuple[bool, int, float]:
+    """``(is_read, first_byte_cycles, rate_cap)`` of a checked DataCopy."""
+    read = rec.direction == "GM2UB"
+    return read, dma_first_byte_cycles(profile, read), dma_rate_cap(profile, read, rec.gm_addr)

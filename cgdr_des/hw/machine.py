@@ -1,0 +1,134 @@
+"""The machine: runs one program per core on a SimPy environment and collects what happened.
+
+Usage::
+
+    m = Machine(load_profile("atlas-300i-duo"))
+    run = m.run([program_core0, program_core1])     # iterables of isa records, pulled lazily
+    run.makespan, run.cores, run.ops, run.spans, run.counts
+
+Lifecycle of a run: every core's scalar unit starts at ``kernel_launch_cycles``; cores run
+concurrently and meet only in the shared GM bandwidth. The run ends when SimPy has nothing left to
+do; a core that still has work then is deadlocked and reported (KernelDiagnostic naming every
+blocked automaton). Any other diagnostic (UB over-allocation, event ids exhausted, ...) stops the
+run where it happens. Same programs and profile -> identical results.
+
+``keep_ops=False`` skips the per-instruction rows (``ops`` is empty); spans, cores and counts are
+always kept.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import simpy
+from simpy.core import EmptySchedule
+
+from cgdr_des.errors import InputError, KernelDiagnostic
+from cgdr_des.hw.core import Core
+from cgdr_des.hw.costs import scalar_kind_cycles, vec_params
+from cgdr_des.hw.gm import GmBus
+from cgdr_des.hw.profile import Profile, load_profile
+
+OP_COLUMNS = ("core", "pipe", "op", "phase", "batch", "head", "vtile", "chunk", "start", "end",
+              "elements", "bytes")
+SPAN_COLUMNS = ("core", "phase", "batch", "head", "vtile", "chunk", "start", "end", "n_ops")
+CORE_KEYS = ("core", "finish", "busy_S", "busy_V", "busy_MTE2", "busy_MTE3", "stall_S", "stall_V",
+             "stall_MTE2", "stall_MTE3", "n_records")
+
+
+@dataclass
+class MachineRun:
+    """What one :meth:`Machine.run` produced. Times are integer cycles from the start of the run
+    (cores start at ``kernel_launch_cycles``); convert with ``profile.clock_mhz`` only at output.
+
+    ``ops`` (only with ``keep_ops``): one tuple per executed record that occupies a pipe, columns
+    :data:`OP_COLUMNS`. ``op`` is the vector op (``Mul``), the scalar kind (``alu``, ``ub_load``;
+    ``gm_load``/``gm_store`` for ScalarGm), ``DataCopy:GM2UB``/``DataCopy:UB2GM``, ``SetFlag:V_S``,
+    ``WaitFlag:V_S``, ``PipeBarrier:V``/``PipeBarrier:ALL``, or ``AllocTensor:<queue>`` etc. for
+    TPipe bookkeeping on S. ``start``/``end``: a vector op from its issue to its completion, a DMA
+    from its start on the pipe to its last byte, a WaitFlag or barrier from its arrival (so the
+    blocked time shows) to when the pipe moves on, a SetFlag from its arrival to when it fires.
+    ``elements`` is the element count (Scalar: its count; SetFlag/WaitFlag: the event id),
+    ``bytes`` the DMA or ScalarGm bytes. Labels come from the core's last Tag ("" and -1 before
+    any). Rows are grouped by the automaton that produced them, each in start order.
+
+    ``spans``: one tuple per Tag segment per core that has ops (:data:`SPAN_COLUMNS`): start = min
+    start, end = max end of its ops, n_ops. ``cores``: one dict per core (:data:`CORE_KEYS`):
+    ``finish`` = the core's last end; ``busy_X`` = union of X's work intervals (whole instructions,
+    ``flag_cycles`` of each flag, barriers and waits excluded); ``stall_S`` = cycles the scalar unit
+    was blocked (full queue, flag waits, PipeBarrier<ALL>), so busy_S + stall_S = its last cycle -
+    launch; ``stall_V``/``stall_MTE*`` = cycles blocked in WaitFlags and barriers. ``counts[core]``:
+    Counter of ``(phase, isa.record_kind(rec))`` over every record the core pulled, a Scalar
+    weighted by its ``count`` (so scalar columns count operations, as notes/kernel.md tabulates
+    them) and a Macro contributing the counts of the records it replaced (``n_records`` counts
+    pulled records, a Macro as one).
+    """
+
+    ops: list[tuple]
+    spans: list[tuple]
+    cores: list[dict]
+    counts: list[Counter]
+    makespan: int
+    gm_bytes_read: int
+    gm_bytes_written: int
+    profile: Profile = field(repr=False)
+
+
+class Machine:
+    """A chip described by ``profile`` (a :class:`Profile` or a profile name / path)."""
+
+    def __init__(self, profile: Profile | str = "atlas-300i-duo", *, keep_ops: bool = True) -> None:
+        self.profile = profile if isinstance(profile, Profile) else load_profile(profile)
+        self.keep_ops = keep_ops
+        self._vec = vec_params(self.profile)
+        self._scalar = scalar_kind_cycles(self.profile)
+
+    def run(self, programs: list[Iterable]) -> MachineRun:
+        """Run ``programs[i]`` on core ``i`` (all at once) and return what happened."""
+        n = len(programs)
+        if not 1 <= n <= self.profile.aiv_num:
+            raise InputError("programs", n, f"1 to {self.profile.aiv_num} programs (one per vector core "
+                             f"of {self.profile.name})")
+        env = simpy.Environment()
+        bus = GmBus(env, self.profile.gm_bytes_per_cycle)
+        rows: list[tuple] = []
+        cores = [Core(i, iter(p), profile=self.profile, env=env, bus=bus, rows=rows, keep_ops=self.keep_ops,
+                      vec_params=self._vec, scalar_costs=self._scalar) for i, p in enumerate(programs)]
+        errors: list[BaseException] = []
+        for core in cores:
+            env.process(core.process(errors))
+        _run_until_error(env, errors)
+        if errors:
+            raise errors[0]
+        stuck = [c for c in cores if not c.finished]
+        if stuck:
+            raise _deadlock(stuck)
+        stats = [c.stats() for c in cores]
+        return MachineRun(ops=rows, spans=[s for c in cores for s in c.spans()], cores=stats,
+                          counts=[c.counter() for c in cores], makespan=max(s["finish"] for s in stats),
+                          gm_bytes_read=sum(c.gm_read for c in cores),
+                          gm_bytes_written=sum(c.gm_written for c in cores), profile=self.profile)
+
+
+def _run_until_error(env: simpy.Environment, errors: list) -> None:
+    """Step the environment until nothing is scheduled or a core reported an exception."""
+    gc_was_enabled = gc.isenabled()
+    gc.disable()        # millions of acyclic tuples: cyclic collection would only cost time
+    try:
+        while not errors:
+            env.step()
+    except EmptySchedule:
+        pass
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _deadlock(stuck: list[Core]) -> KernelDiagnostic:
+    lines = [line for c in stuck for line in c.blocked()]
+    first = (f"deadlock: the program stopped with work left on core(s) {', '.join(str(c.cid) for c in stuck)}"
+             f": {lines[0] if lines else 'no automaton reports a block'}")
+    return KernelDiagnostic("\n".join([first, *lines[1:]]))

@@ -1,0 +1,123 @@
+"""``phase`` fidelity: runs of scalar + vector work timed once, in isolation, and replayed as Macros.
+
+:meth:`PhaseCompiler.compile` takes the records of one phase (one Tag's worth) and replaces every
+maximal *compute run* by one :class:`~cgdr_des.isa.Macro`. A compute run is a sequence of records
+that involve only the scalar unit and the vector pipe: Scalar, ScalarGm, VecOp, PipeBarrier<V>, and
+SetFlag/WaitFlag of S_V, V_S, V_V with literal ids. Everything that synchronises with the MTE pipes
+or other cores (DMAs, TQue calls, event ids, other flags, PipeBarrier<MTE*|ALL>) stays explicit.
+
+Timing a run: the machine itself runs it alone on an idle core (same profile, fresh data cache) and
+the Macro records what happened relative to the scalar unit's first cycle: ``s_cycles`` (the scalar
+unit's busy + stall time through the run), ``v_start``/``v_end`` (first V start, last V end).
+``counts`` are the replaced records' ``(record_kind, n)``, a Scalar weighted by its count, so a
+phase run counts exactly what an ``instr`` run counts.
+
+The compiler emits :class:`TimedMacro`, a Macro that also carries how the run's time splits into
+busy and stalled cycles, so per-pipe utilisation agrees with ``instr`` (a plain Macro counts its
+whole span as busy).
+
+What is lost against ``instr``: inside a run, the scalar unit's V->S waits assume V was idle when
+the run began; the run's V work starts only when V has finished issuing what came before (no overlap
+with the previous run's last latency); ScalarGm hits and misses are those of a cold cache. A run
+whose flags are not balanced within it (a set consumed, or a wait satisfied, outside the run) or
+that cannot be timed alone (a diagnostic) is kept explicit, so it is timed exactly; so is a run of
+a single record.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from cgdr_des.errors import KernelDiagnostic
+from cgdr_des.hw.machine import Machine
+from cgdr_des.hw.profile import Profile
+from cgdr_des.isa import Macro, PipeBarrier, Scalar, ScalarGm, SetFlag, VecOp, WaitFlag, record_kind
+
+_COMPUTE_EVENTS = ("S_V", "V_S", "V_V")
+
+
+@dataclass(frozen=True, slots=True)
+class TimedMacro(Macro):
+    """A Macro with the busy/stall split of its isolated run (cycles): of ``s_cycles`` the scalar
+    unit stalled ``s_stall``; of ``v_end - v_start`` the vector pipe was busy ``v_busy`` (union of
+    its work) and blocked in waits and barriers ``v_stall``."""
+
+    s_stall: int = 0
+    v_busy: int = 0
+    v_stall: int = 0
+
+
+def balanced(run: list) -> bool:
+    """Whether every flag set in ``run`` is waited in it, in order, and every wait follows its set."""
+    pending = Counter()
+    for rec in run:
+        t = type(rec)
+        if t is SetFlag:
+            pending[(rec.event, rec.id)] += 1
+        elif t is WaitFlag:
+            key = (rec.event, rec.id)
+            if not pending[key]:
+                return False
+            pending[key] -= 1
+    return not any(pending.values())
+
+
+def is_compute(rec) -> bool:
+    """Whether ``rec`` only involves the scalar unit and the vector pipe."""
+    t = type(rec)
+    if t is Scalar or t is VecOp or t is ScalarGm:
+        return True
+    if t is PipeBarrier:
+        return rec.pipe == "V"
+    if t is SetFlag or t is WaitFlag:
+        return rec.event in _COMPUTE_EVENTS and type(rec.id) is int
+    return False
+
+
+class PhaseCompiler:
+    """Turns a phase's record list into one with its compute runs replaced by Macros."""
+
+    def __init__(self, profile: Profile, name: str = "compute") -> None:
+        self.profile, self.name = profile, name
+        self.machine = Machine(profile, keep_ops=True)
+        self.compiled_runs = 0
+        self.kept_runs = 0
+
+    def compile(self, records: list) -> list:
+        out, run = [], []
+        for rec in records:
+            if is_compute(rec):
+                run.append(rec)
+                continue
+            out.extend(self._replace(run))
+            run = []
+            out.append(rec)
+        out.extend(self._replace(run))
+        return out
+
+    def macro(self, run: list) -> TimedMacro:
+        """Time ``run`` alone on an idle core; raises KernelDiagnostic if it cannot run alone."""
+        result = self.machine.run([run])
+        core, t0 = result.cores[0], self.profile.kernel_launch_cycles
+        v_rows = [(r[8], r[9]) for r in result.ops if r[1] == "V"]
+        v_start = min(s for s, _ in v_rows) - t0 if v_rows else 0
+        v_end = max(e for _, e in v_rows) - t0 if v_rows else 0
+        counts = Counter()
+        for rec in run:
+            counts[record_kind(rec)] += rec.count if type(rec) is Scalar else 1
+        return TimedMacro(self.name, core["busy_S"] + core["stall_S"], v_start, v_end,
+                          tuple(sorted(counts.items())), core["stall_S"], core["busy_V"], core["stall_V"])
+
+    def _replace(self, run: list) -> list:
+        if len(run) < 2 or not balanced(run):
+            if len(run) >= 2:
+                self.kept_runs += 1
+            return run
+        try:
+            m = self.macro(run)
+        except KernelDiagnostic:
+            self.kept_runs += 1
+            return run
+        self.compiled_runs += 1
+        return [m]

@@ -1,0 +1,317 @@
+"""Hardware profiles: every number the machine uses, as data, each with its source and a confidence.
+
+A profile is a TOML file in ``cgdr_des/hw/profiles/`` (or any path). Layout::
+
+    [profile]
+    name = "atlas-300i-duo"
+    chip = "Ascend 310P3"
+    description = "..."
+
+    [fields.clock_mhz]
+    value = 1060
+    source = "MSOPPROF sim_defs.h CLOCK_SPEED_SERIES_MAP (notes/hardware.md row 52)"
+    confidence = "M"          # H: official or hard-coded by Huawei; M: fitted/approximate; L: estimate
+
+Every field of :class:`Profile` must appear exactly once; unknown fields are errors. Units are in the
+field names: ``*_cycles`` are core clock cycles, ``*_bytes`` bytes, ``*_per_cycle`` bytes per cycle,
+``*_gbps`` 1e9 bytes per second (converted with ``clock_mhz`` by :attr:`Profile.gm_bytes_per_cycle`).
+
+``load_profile(name_or_path, overrides)`` returns an immutable :class:`Profile`; overrides replace
+values (nested tables such as ``vec_width`` are merged key by key) and their source becomes
+``"override"``. Bad names, fields or values raise :class:`~cgdr_des.errors.InputError`.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, fields, replace
+from importlib import resources
+from pathlib import Path
+
+from cgdr_des.errors import InputError
+
+CONFIDENCES = ("H", "M", "L")
+FLAG_DOUBLE_SET_POLICIES = ("diagnostic", "counter", "stall")
+VEC_OPS = ("Duplicate", "Muls", "Mul", "Add", "Sub", "Axpy", "Exp", "Cast", "WholeReduceSum")
+DTYPES = ("fp32", "fp16")
+
+
+class FrozenMap(Mapping):
+    """A read-only, picklable mapping (profiles are shared by worker processes in sweeps)."""
+
+    __slots__ = ("_d",)
+
+    def __init__(self, d: Mapping) -> None:
+        object.__setattr__(self, "_d", dict(d))
+
+    def __getitem__(self, key):
+        return self._d[key]
+
+    def __iter__(self) -> Iterator:
+        return iter(self._d)
+
+    def __len__(self) -> int:
+        return len(self._d)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("FrozenMap is read-only")
+
+    def __repr__(self) -> str:
+        return f"FrozenMap({self._d!r})"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Mapping) and dict(self.items()) == dict(other.items())
+
+    def __hash__(self) -> int:
+        return hash(tuple(sorted(self._d.items(), key=lambda kv: kv[0])))
+
+    def __reduce__(self):
+        return (FrozenMap, (self._d,))
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One chip, as the machine sees it. Immutable; build with :func:`load_profile`."""
+
+    name: str
+    chip: str
+    description: str
+    # chip and core
+    aiv_num: int                      # vector cores GetCoreNumAiv() reports
+    clock_mhz: float                  # one clock for scalar, vector and MTE
+    ub_bytes: int                     # GetCoreMemSize(UB): what InitBuffer carves against
+    ub_usable_bytes: int              # informational: below the API scratch area
+    ub_align_bytes: int               # InitBuffer rounds each buffer up to this
+    kernel_launch_cycles: int         # every core's scalar unit starts at this cycle
+    # pipes and synchronisation
+    queue_depth: int                  # entries per V / MTE2 / MTE3 instruction queue
+    event_ids_per_hard_event: int     # AllocEventID pool size per HardEvent per core
+    event_ids_reserved: tuple         # informational (TPipe / framework ids)
+    flag_cycles: int                  # cost of one SetFlag or WaitFlag on its pipe
+    flag_double_set: str              # what a SetFlag on a still-set flag does
+    # vector unit
+    vec_width: FrozenMap              # op -> dtype -> elements per repeat issue slot
+    vec_cycles_per_repeat: FrozenMap  # op -> cycles per repeat (WholeReduceSum 7)
+    vec_delay_cycles: FrozenMap       # op -> dtype -> op-specific completion delay
+    vec_pipe_delay_cycles: int        # added to every vector completion
+    vec_api_scalar_cycles: int        # scalar mask set-up of a count-form vector call
+    # scalar unit
+    scalar_dispatch_cycles: int       # scalar cycles to hand one instruction to a pipe queue
+    scalar_alu_cycles: int
+    scalar_ub_load_cycles: int
+    scalar_ub_store_cycles: int
+    scalar_div_cycles: int
+    tpipe_call_cycles: int            # TPipe/TQue bookkeeping call (ids, cursors)
+    dcache_line_bytes: int
+    dcache_bytes: int
+    dcache_miss_cycles: int
+    # DMA and GM
+    dma_read_latency_cycles: int      # GM->UB first byte
+    dma_write_latency_cycles: int     # UB->GM first byte
+    dma_read_overhead_cycles: int     # fixed per-DataCopy cost (the small-transfer penalty)
+    dma_write_overhead_cycles: int
+    dma_read_peak_per_cycle: float    # one core's MTE2 bytes/cycle
+    dma_write_peak_per_cycle: float   # one core's MTE3 bytes/cycle
+    dma_aligned_bytes: int            # GM addresses aligned to this move at full rate
+    dma_unaligned_efficiency: float   # rate factor otherwise
+    gm_bandwidth_gbps: float          # chip GM bandwidth shared by every core's DMAs
+    sources: FrozenMap = field(default_factory=lambda: FrozenMap({}), compare=False, repr=False)
+
+    @property
+    def gm_bytes_per_cycle(self) -> float:
+        """Chip GM bandwidth in bytes per core cycle (GB/s converted with ``clock_mhz``)."""
+        return self.gm_bandwidth_gbps * 1e3 / self.clock_mhz
+
+    def cycles_to_us(self, cycles: float) -> float:
+        return cycles / self.clock_mhz
+
+    def field_sources(self) -> dict[str, dict[str, str]]:
+        """``{field: {"source": ..., "confidence": "H"|"M"|"L"|"override"}}`` for every field."""
+        return {k: dict(v) for k, v in self.sources.items()}
+
+    def vec_latency_cycles(self, op: str, dtype: str) -> int:
+        """Completion latency after the last repeat issues: op delay + vector pipe delay."""
+        return self.vec_delay_cycles[op][dtype] + self.vec_pipe_delay_cycles
+
+
+_META = ("name", "chip", "description", "sources")
+FIELD_NAMES = tuple(f.name for f in fields(Profile) if f.name not in _META)
+
+
+# ---------------------------------------------------------------- value validation
+
+
+def _int(v, lo: int = 0) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+        raise ValueError(f"an integer >= {lo}")
+    return v
+
+
+def _pos_int(v) -> int:
+    return _int(v, 1)
+
+
+def _pos_float(v) -> float:
+    if isinstance(v, bool) or not isinstance(v, int | float) or not v > 0:
+        raise ValueError("a number > 0")
+    return float(v)
+
+
+def _fraction(v) -> float:
+    if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v <= 1:
+        raise ValueError("a number in (0, 1]")
+    return float(v)
+
+
+def _ids(v) -> tuple:
+    if not isinstance(v, list | tuple) or any(isinstance(i, bool) or not isinstance(i, int) for i in v):
+        raise ValueError("a list of integer event ids")
+    return tuple(v)
+
+
+def _policy(v) -> str:
+    if v not in FLAG_DOUBLE_SET_POLICIES:
+        raise ValueError(f"one of {', '.join(FLAG_DOUBLE_SET_POLICIES)}")
+    return v
+
+
+def _op_table(check, per_dtype: bool):
+    def validate(v) -> FrozenMap:
+        if not isinstance(v, Mapping) or not v:
+            raise ValueError("a table op -> " + ("{fp32, fp16}" if per_dtype else "value"))
+        out = {}
+        for op, inner in v.items():
+            if per_dtype:
+                if not isinstance(inner, Mapping) or set(inner) != set(DTYPES):
+                    raise ValueError(f"{op}: a table with exactly the keys fp32, fp16")
+                out[op] = FrozenMap({dt: check(inner[dt]) for dt in DTYPES})
+            else:
+                out[op] = check(inner)
+        return FrozenMap(out)
+
+    return validate
+
+
+_VALIDATORS = {
+    "aiv_num": _pos_int, "clock_mhz": _pos_float, "ub_bytes": _pos_int, "ub_usable_bytes": _pos_int,
+    "ub_align_bytes": _pos_int, "kernel_launch_cycles": _int, "queue_depth": _pos_int,
+    "event_ids_per_hard_event": _pos_int, "event_ids_reserved": _ids, "flag_cycles": _int,
+    "flag_double_set": _policy,
+    "vec_width": _op_table(_pos_int, True), "vec_cycles_per_repeat": _op_table(_pos_int, False),
+    "vec_delay_cycles": _op_table(_int, True), "vec_pipe_delay_cycles": _int,
+    "vec_api_scalar_cycles": _int, "scalar_dispatch_cycles": _int, "scalar_alu_cycles": _int,
+    "scalar_ub_load_cycles": _int, "scalar_ub_store_cycles": _int, "scalar_div_cycles": _int,
+    "tpipe_call_cycles": _int, "dcache_line_bytes": _pos_int, "dcache_bytes": _pos_int,
+    "dcache_miss_cycles": _int, "dma_read_latency_cycles": _int, "dma_write_latency_cycles": _int,
+    "dma_read_overhead_cycles": _int, "dma_write_overhead_cycles": _int,
+    "dma_read_peak_per_cycle": _pos_float, "dma_write_peak_per_cycle": _pos_float,
+    "dma_aligned_bytes": _pos_int, "dma_unaligned_efficiency": _fraction, "gm_bandwidth_gbps": _pos_float,
+}
+assert set(_VALIDATORS) == set(FIELD_NAMES), "every Profile field needs a validator"
+
+
+def _validate(name: str, value, where: str):
+    try:
+        return _VALIDATORS[name](value)
+    except ValueError as exc:
+        raise InputError(f"{where}.{name}", value, str(exc)) from None
+
+
+def _merge(old, new):
+    """Nested tables merge key by key so an override can change one op's width only."""
+    if isinstance(old, Mapping) and isinstance(new, Mapping):
+        out = dict(old)
+        for k, v in new.items():
+            out[k] = _merge(old[k], v) if k in old else v
+        return out
+    return new
+
+
+def _check_consistency(values: dict, where: str) -> None:
+    for table in ("vec_width", "vec_cycles_per_repeat", "vec_delay_cycles"):
+        missing = set(values["vec_width"]) ^ set(values[table])
+        if missing:
+            raise InputError(f"{where}.{table}", sorted(missing), "the same ops in vec_width, "
+                             "vec_cycles_per_repeat and vec_delay_cycles")
+    if values["ub_usable_bytes"] > values["ub_bytes"]:
+        raise InputError(f"{where}.ub_usable_bytes", values["ub_usable_bytes"], "at most ub_bytes")
+
+
+# ---------------------------------------------------------------- loading
+
+
+def list_profiles() -> list[str]:
+    """Names of the profiles shipped with the package, sorted."""
+    folder = resources.files("cgdr_des.hw") / "profiles"
+    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".toml"))
+
+
+def _read(name_or_path: str | Path) -> tuple[dict, str]:
+    text_name = str(name_or_path)
+    if text_name in list_profiles():
+        res = resources.files("cgdr_des.hw") / "profiles" / f"{text_name}.toml"
+        return tomllib.loads(res.read_text(encoding="utf-8")), text_name
+    path = Path(name_or_path)
+    if path.suffix == ".toml" and path.is_file():
+        try:
+            return tomllib.loads(path.read_text(encoding="utf-8")), str(path)
+        except tomllib.TOMLDecodeError as exc:
+            raise InputError("hardware.profile", str(path), f"a valid TOML file ({exc})") from None
+    raise InputError("hardware.profile", text_name,
+                     f"one of {', '.join(list_profiles())} or a path to a .toml profile file")
+
+
+def _parse_fields(doc: dict, where: str) -> tuple[dict, dict]:
+    table = doc.get("fields")
+    if not isinstance(table, dict):
+        raise InputError(f"{where}.fields", None, "a [fields.<name>] table per profile field")
+    unknown = sorted(set(table) - set(FIELD_NAMES))
+    if unknown:
+        raise InputError(f"{where}.fields", unknown[0], f"a profile field ({', '.join(FIELD_NAMES)})")
+    values, sources = {}, {}
+    for name in FIELD_NAMES:
+        entry = table.get(name)
+        if not isinstance(entry, dict) or set(entry) != {"value", "source", "confidence"}:
+            raise InputError(f"{where}.fields.{name}", entry, "a table with value, source, confidence")
+        if entry["confidence"] not in CONFIDENCES or not str(entry["source"]).strip():
+            raise InputError(f"{where}.fields.{name}.confidence", entry["confidence"],
+                             "H, M or L with a non-empty source")
+        values[name] = _validate(name, entry["value"], f"{where}.fields")
+        sources[name] = FrozenMap({"source": entry["source"], "confidence": entry["confidence"]})
+    return values, sources
+
+
+def load_profile(name_or_path: str | Path = "atlas-300i-duo", overrides: Mapping | None = None) -> Profile:
+    """Load a shipped profile by name (see :func:`list_profiles`) or a TOML file by path.
+
+    ``overrides`` maps field names to new values (validated like the file's); unknown fields and
+    wrong types raise InputError naming ``overrides.<field>``.
+    """
+    doc, where = _read(name_or_path)
+    meta = doc.get("profile", {})
+    values, sources = _parse_fields(doc, where)
+    for name, value in (overrides or {}).items():
+        if name not in FIELD_NAMES:
+            raise InputError(f"overrides.{name}", value, f"a profile field ({', '.join(FIELD_NAMES)})")
+        values[name] = _validate(name, _merge(values[name], value), "overrides")
+        sources[name] = FrozenMap({"source": "override", "confidence": "override"})
+    _check_consistency(values, where)
+    return Profile(name=str(meta.get("name", where)), chip=str(meta.get("chip", "")),
+                   description=str(meta.get("description", "")), sources=FrozenMap(sources), **values)
+
+
+def with_overrides(profile: Profile, overrides: Mapping) -> Profile:
+    """A copy of ``profile`` with validated overrides (same rules as :func:`load_profile`)."""
+    values, sources = {}, dict(profile.sources)
+    for name, value in overrides.items():
+        if name not in FIELD_NAMES:
+            raise InputError(f"overrides.{name}", value, f"a profile field ({', '.join(FIELD_NAMES)})")
+        values[name] = _validate(name, _merge(getattr(profile, name), value), "overrides")
+        sources[name] = FrozenMap({"source": "override", "confidence": "override"})
+    new = replace(profile, sources=FrozenMap(sources), **values)
+    _check_consistency({n: getattr(new, n) for n in FIELD_NAMES}, "overrides")
+    return new
+
+
+__all__ = ["Profile", "FrozenMap", "load_profile", "list_profiles", "with_overrides", "FIELD_NAMES"]

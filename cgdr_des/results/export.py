@@ -1,0 +1,132 @@
+"""Writing a run to a directory, and reading it back.
+
+Directory layout written by ``write_results`` (every file optional except the frames and meta):
+- ``ops.parquet``, ``items.parquet``, ``cores.parquet``, ``summary.parquet`` — always (Parquet is what
+  ``read_frames`` reads); ``*.csv`` copies as well with ``csv=True``;
+- ``meta.json`` — ``{"meta": result.meta, "tiling": <tiling fields>}``;
+- ``scenario.resolved.json`` — ``Scenario.resolved_dict()`` (loads again with ``Scenario.from_dict``);
+- ``outputs.npz`` — ``out`` and ``final_state`` when numerics produced them;
+- ``trace.json`` — the Chrome trace (options from the scenario's ``[sim]`` table);
+- ``core_load.png``, ``finish_cdf.png``, ``gantt_core{N}.png`` — options from ``[output]``.
+
+``replot(out_dir)`` redraws the PNGs from the saved frames, meta and scenario alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from cgdr_des.results.plots import plot_all
+from cgdr_des.results.result import Result
+from cgdr_des.results.trace import trace_from_result, write_trace
+
+FRAMES = ("ops", "items", "cores", "summary")
+SCENARIO_FILE = "scenario.resolved.json"
+
+
+def write_results(result: Result, out_dir: str | Path, *, csv: bool = False, trace: bool = True,
+                  plots: bool = True) -> dict[str, Path]:
+    """Write ``result`` into ``out_dir`` (created if needed); returns {label: path} of what was written."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written: dict[str, Path] = {}
+    for name in FRAMES:
+        frame = getattr(result, name)
+        written[name] = out / f"{name}.parquet"
+        frame.to_parquet(written[name], index=False)
+        if csv:
+            written[f"{name}_csv"] = out / f"{name}.csv"
+            frame.to_csv(written[f"{name}_csv"], index=False)
+    written["meta"] = _write_json(out / "meta.json", {"meta": result.meta, "tiling": _plain(result.tiling)})
+    if result.scenario is not None:
+        written["scenario"] = _write_json(out / SCENARIO_FILE, result.scenario.resolved_dict())
+    arrays = {k: v for k, v in (result.outputs or {}).items() if v is not None}
+    if arrays:
+        written["outputs"] = out / "outputs.npz"
+        np.savez_compressed(written["outputs"], **arrays)
+    if trace:
+        written["trace"] = write_trace(trace_from_result(result), out / "trace.json")
+    if plots:
+        for path in plot_all(result, out, **_gantt_options(_scenario_dict(result))):
+            written[path.stem] = path
+    return written
+
+
+def read_frames(out_dir: str | Path) -> dict[str, pd.DataFrame]:
+    """The four frames of a written run (Parquet, or the CSV copies when Parquet is missing)."""
+    out = Path(out_dir)
+    frames = {}
+    for name in FRAMES:
+        pq, csv = out / f"{name}.parquet", out / f"{name}.csv"
+        frames[name] = pd.read_parquet(pq) if pq.exists() else pd.read_csv(csv)
+    return frames
+
+
+def read_meta(out_dir: str | Path) -> dict[str, Any]:
+    """``{"meta": ..., "tiling": ...}`` as written."""
+    return json.loads((Path(out_dir) / "meta.json").read_text(encoding="utf-8"))
+
+
+def read_result(out_dir: str | Path) -> Result:
+    """A Result rebuilt from a written run; ``scenario`` is the resolved dict (not re-validated)."""
+    out = Path(out_dir)
+    saved = read_meta(out)
+    outputs: dict[str, Any] = {"out": None, "final_state": None}
+    if (out / "outputs.npz").exists():
+        with np.load(out / "outputs.npz") as npz:
+            outputs.update({k: npz[k] for k in npz.files})
+    scen_path = out / SCENARIO_FILE
+    scenario = json.loads(scen_path.read_text(encoding="utf-8")) if scen_path.exists() else None
+    return Result(**read_frames(out), outputs=outputs, scenario=scenario, tiling=saved.get("tiling"),
+                  meta=saved["meta"])
+
+
+def replot(out_dir: str | Path) -> list[Path]:
+    """Redraw the PNGs of a written run from its saved frames; returns the files written."""
+    result = read_result(out_dir)
+    return plot_all(result, out_dir, **_gantt_options(result.scenario))
+
+
+def _scenario_dict(result: Result) -> dict[str, Any] | None:
+    sc = result.scenario
+    if sc is None or isinstance(sc, dict):
+        return sc
+    return sc.model_dump(mode="json")
+
+
+def _gantt_options(scenario: dict[str, Any] | None) -> dict[str, Any]:
+    output = (scenario or {}).get("output") or {}
+    return {"gantt_core": output.get("gantt_core"), "gantt_window": output.get("gantt_window")}
+
+
+def _plain(obj: Any) -> Any:
+    """Dataclass / pydantic / plain object -> JSON-able dict (None stays None)."""
+    if obj is None or isinstance(obj, dict):
+        return obj
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return dataclasses.asdict(obj)
+    if hasattr(obj, "model_dump"):
+        return obj.model_dump(mode="json")
+    return dict(vars(obj)) if hasattr(obj, "__dict__") else repr(obj)
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, Path):
+        return str(obj)
+    plain = _plain(obj)
+    return plain if plain is not obj else repr(obj)
+
+
+def _write_json(path: Path, data: Any) -> Path:
+    path.write_text(json.dumps(data, indent=2, default=_json_default), encoding="utf-8")
+    return path

@@ -1,0 +1,171 @@
+"""Machine records -> pandas frames (DESIGN.md §4). All times are integer core cycles.
+
+Input: a ``MachineRun`` from ``cgdr_des.hw`` (``ops`` tuples in ``OP_COLUMNS`` order, possibly empty
+when ops were not kept; ``spans`` tuples in ``SPAN_COLUMNS`` order, one per labelled segment of a
+core's program; ``cores`` dicts; ``makespan``) and the work assignment (per core, the WorkItems it
+processed, in order).
+
+Frames:
+- ``ops``: ``OP_COLUMNS`` + ``n_ops`` + ``aggregated``. With ops kept, one row per operation
+  (``n_ops`` 1, ``aggregated`` False). Without, one row per span: pipe ``"ALL"`` (a span covers every
+  pipe of its core), op = phase, elements/bytes 0, ``n_ops`` from the span, ``aggregated`` True.
+- ``items``: batch, head, vtile, seqlen, core, start, end. An item's window is the hull of the spans on
+  its core labelled with its (batch, head, vtile). Spans with vtile -1 (per-chunk phases shared by the
+  V-tiles) belong to the item when its core holds only one item of that (batch, head); otherwise to the
+  V-tile of the next V-tile-labelled span of that (batch, head) on the core (the per-chunk phases run
+  just before the tile steps they feed), or failing that the previous one. Items with no span get
+  ``<NA>``.
+- ``cores``: core, items, tokens (Σ seqlen of its items), finish, busy_{S,V,MTE2,MTE3},
+  stall_{S,V,MTE2,MTE3}, plus any other per-core counter the machine reports (``n_records``).
+- ``summary``: one row; ``SUMMARY_COLUMNS``: every field of DESIGN.md §4 (makespan in cycles and µs,
+  ``lower_bound_cycles`` = max(ceil(Σ item durations / cores), longest item), ``imbalance`` = max/mean
+  core finish, ``cv``, finish p50/p95/p99, ``util_<pipe>`` = mean over cores of busy/makespan, and the
+  provenance ``PROVENANCE`` taken from ``meta``, else from the scenario), then ``n_cores`` (cores that
+  ran), ``n_items``, ``tokens`` (Σ item seqlen = realT·NV·W, the load the kernel balances), ``clock_mhz``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from cgdr_des.results import metrics
+from cgdr_des.results.result import Result
+
+OP_COLUMNS = ("core", "pipe", "op", "phase", "batch", "head", "vtile", "chunk", "start", "end",
+              "elements", "bytes")
+SPAN_COLUMNS = ("core", "phase", "batch", "head", "vtile", "chunk", "start", "end", "n_ops")
+ITEM_COLUMNS = ("batch", "head", "vtile", "seqlen", "core", "start", "end")
+PIPES = ("S", "V", "MTE2", "MTE3")
+CORE_COLUMNS = ("core", "items", "tokens", "finish", *(f"busy_{p}" for p in PIPES),
+                *(f"stall_{p}" for p in PIPES))
+PROVENANCE = ("scenario_name", "scenario_hash", "hardware", "policy", "buffer_num", "fidelity", "numerics")
+SUMMARY_COLUMNS = (
+    "makespan_cycles", "makespan_us", "lower_bound_cycles", "imbalance", "cv",
+    "finish_p50_cycles", "finish_p95_cycles", "finish_p99_cycles",
+    *(f"util_{p}" for p in PIPES), *PROVENANCE,
+    "n_cores", "n_items", "tokens", "clock_mhz",
+)
+_TEXT = ("pipe", "op", "phase")
+
+
+def build_result(run: Any, assignment: Sequence[Sequence[Any]], *, meta: dict[str, Any], clock_mhz: float,
+                 outputs: dict[str, np.ndarray | None] | None, scenario: Any = None,
+                 tiling: Any = None) -> Result:
+    """Frames, summary and provenance of one run (see the module docstring for every column)."""
+    spans = spans_frame(run.spans)
+    items = items_frame(assignment, spans)
+    cores = cores_frame(run.cores, items)
+    meta = {**meta, "clock_mhz": float(clock_mhz)}
+    summary = summary_frame(run.makespan, items, cores, provenance(meta, scenario), clock_mhz)
+    return Result(ops=ops_frame(run.ops, spans), items=items, cores=cores, summary=summary,
+                  outputs=dict(outputs) if outputs else {"out": None, "final_state": None},
+                  scenario=scenario, tiling=tiling, meta=meta)
+
+
+def _records_frame(rows: Sequence[tuple], columns: Sequence[str]) -> pd.DataFrame:
+    """Tuples -> frame, column by column: ints as int64, labels as categoricals (compact, fast Parquet)."""
+    if not rows:
+        return pd.DataFrame({c: pd.Categorical([]) if c in _TEXT else np.zeros(0, np.int64) for c in columns})
+    data = {}
+    for i, name in enumerate(columns):
+        col = [r[i] for r in rows]  # per-column comprehension: several times faster than zip(*rows) here
+        data[name] = pd.Categorical(col) if name in _TEXT else np.asarray(col, dtype=np.int64)
+    return pd.DataFrame(data)
+
+
+def spans_frame(spans: Sequence[tuple]) -> pd.DataFrame:
+    return _records_frame(spans, SPAN_COLUMNS)
+
+
+def ops_frame(ops: Sequence[tuple], spans: pd.DataFrame) -> pd.DataFrame:
+    """Executed operations, or the spans standing in for them (``aggregated`` True) when none were kept."""
+    if len(ops):
+        df = _records_frame(ops, OP_COLUMNS)
+        df["n_ops"] = np.ones(len(df), np.int64)
+        df["aggregated"] = False
+        return df
+    df = spans.copy()
+    df["pipe"] = pd.Categorical(["ALL"] * len(df))
+    df["op"] = df["phase"]
+    df["elements"] = np.zeros(len(df), np.int64)
+    df["bytes"] = np.zeros(len(df), np.int64)
+    df["aggregated"] = True
+    return df[[*OP_COLUMNS, "n_ops", "aggregated"]]
+
+
+def items_frame(assignment: Sequence[Sequence[Any]], spans: pd.DataFrame) -> pd.DataFrame:
+    """One row per work item, in per-core processing order, with its window from the spans."""
+    rows = [(int(it.batch), int(it.head), int(it.vtile), int(it.seqlen), core)
+            for core, core_items in enumerate(assignment) for it in core_items]
+    items = pd.DataFrame(rows, columns=list(ITEM_COLUMNS[:5]), dtype=np.int64)
+    windows = _item_windows(items, spans)
+    out = items.merge(windows, on=["core", "batch", "head", "vtile"], how="left", validate="many_to_one")
+    for col in ("start", "end"):
+        out[col] = out[col].astype("Int64")
+    return out[list(ITEM_COLUMNS)]
+
+
+def _item_windows(items: pd.DataFrame, spans: pd.DataFrame) -> pd.DataFrame:
+    """[start, end) per (core, batch, head, vtile) item key, from the labelled spans (rule: module doc)."""
+    key = ["core", "batch", "head"]
+    s = spans.loc[(spans["batch"] >= 0) & (spans["head"] >= 0), [*key, "vtile", "start", "end"]]
+    s = s.sort_values(["core", "start"], kind="stable")
+    counts = items.groupby(key).size().rename("n").reset_index()
+    sole = items.merge(counts[counts["n"] == 1], on=key)[[*key, "vtile"]].rename(columns={"vtile": "sole"})
+    s = s.merge(sole, on=key, how="left")
+    labelled = s["vtile"].where(s["vtile"] >= 0)
+    g = labelled.groupby([s[k] for k in key])
+    nearest = g.bfill().fillna(g.ffill())
+    s["vtile"] = s["sole"].fillna(nearest)
+    s = s.dropna(subset=["vtile"]).astype({"vtile": np.int64})
+    return s.groupby([*key, "vtile"], as_index=False).agg(start=("start", "min"), end=("end", "max"))
+
+
+def cores_frame(cores: Sequence[dict[str, Any]], items: pd.DataFrame) -> pd.DataFrame:
+    """One row per core the machine ran (plus any assigned core it did not report, with zeros)."""
+    machine = pd.DataFrame(list(cores))
+    per_item = items.groupby("core").agg(items=("seqlen", "size"), tokens=("seqlen", "sum")).reset_index()
+    df = machine.merge(per_item, on="core", how="outer").sort_values("core", kind="stable")
+    for col in CORE_COLUMNS:
+        df[col] = df[col].fillna(0).astype(np.int64) if col in df.columns else np.int64(0)
+    extra = [c for c in df.columns if c not in CORE_COLUMNS]
+    return df[[*CORE_COLUMNS, *extra]].reset_index(drop=True)
+
+
+def provenance(meta: dict[str, Any], scenario: Any) -> dict[str, Any]:
+    """Scenario name/hash, hardware and variant: from ``meta``, else from the scenario, else None."""
+    from_scenario = {}
+    if scenario is not None:
+        from_scenario = {
+            "scenario_name": scenario.name, "scenario_hash": scenario.scenario_hash(),
+            "hardware": scenario.hardware.profile, "policy": scenario.kernel.policy,
+            "buffer_num": scenario.kernel.buffer_num, "fidelity": scenario.sim.fidelity,
+            "numerics": scenario.sim.numerics,
+        }
+    return {k: meta.get(k, from_scenario.get(k)) for k in PROVENANCE}
+
+
+def summary_frame(makespan: int, items: pd.DataFrame, cores: pd.DataFrame, prov: dict[str, Any],
+                  clock_mhz: float) -> pd.DataFrame:
+    """The one-row summary (DESIGN.md §4); finish statistics are over the cores that ran."""
+    makespan = int(makespan)
+    finish = cores["finish"].to_numpy(np.float64)
+    durations = (items["end"] - items["start"]).dropna().to_numpy(np.int64)
+    tails = metrics.tail_percentiles(finish, (50, 95, 99))
+    row: dict[str, Any] = {
+        "makespan_cycles": makespan,
+        "makespan_us": makespan / clock_mhz,
+        "lower_bound_cycles": metrics.lower_bound(durations, len(cores)),
+        "imbalance": metrics.imbalance(finish),
+        "cv": metrics.coefficient_of_variation(finish),
+        **{f"finish_p{q}_cycles": tails[q] for q in (50, 95, 99)},
+        **{f"util_{p}": metrics.utilisation(cores[f"busy_{p}"], makespan) for p in PIPES},
+        **prov,
+        "n_cores": len(cores), "n_items": len(items), "tokens": int(items["seqlen"].sum()),
+        "clock_mhz": float(clock_mhz),
+    }
+    return pd.DataFrame([row], columns=list(SUMMARY_COLUMNS))

@@ -1,0 +1,442 @@
+"""Scenario files: one TOML file describes one simulated kernel launch and the question it answers.
+
+Lifecycle: ``load_scenario(path)`` reads TOML -> ``Scenario.from_dict`` validates it (pydantic v2, every
+section ``extra="forbid"`` and frozen, strict types: TOML's types must match, no string-to-number
+coercion) -> resolves the sequence lengths once (explicit list, seeded distribution, or CSV file) ->
+checks that the host tiling finds a V step that fits UB. The result is immutable; ``with_changes``
+returns a re-validated copy (sweeps and ``compare`` build their points with it).
+
+Every failure is an ``InputError`` with one line naming the dotted field path (``shape.nv``,
+``workload.distribution.sigma``), the value and what is allowed: pydantic's ``ValidationError`` is
+converted here (first error only). Validators inside the models raise ``InputError`` with the field
+*relative to their table*; the converter prefixes the table's location.
+
+Sections (see ``cgdr-des schema`` for the full JSON schema): ``name``, ``description``, ``[hardware]``,
+``[shape]``, ``[workload]`` (+ ``[workload.distribution]``, ``[workload.tensors]``), ``[kernel]``,
+``[sim]``, ``[output]``. Units: lengths in tokens, windows in core clock cycles.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import math
+import reprlib
+import tomllib
+from collections.abc import Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import numpy as np
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from cgdr_des.errors import InputError
+from cgdr_des.workload.lengths import DISTRIBUTIONS, Distribution, Length, sample_lengths
+
+DEFAULT_PROFILE = "atlas-300i-duo"
+PositiveInt = Annotated[int, Field(ge=1)]
+CoreId = Annotated[int, Field(ge=0)]
+CycleWindow = Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=2, max_length=2)]
+# Modules other engineers are still writing; until they land, load-time checks that need them are skipped.
+_PENDING_MODULES = ("cgdr_des.hw", "cgdr_des.kernel.tiling", "cgdr_des.kernel")
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+def _check_window(window: list[int] | None, field: str) -> None:
+    if window is not None and window[1] <= window[0]:
+        raise InputError(field, window, "[start, end] with end > start (cycles)")
+
+
+def known_profiles() -> list[str] | None:
+    """Names ``cgdr_des.hw.list_profiles()`` knows, or None while the hw layer is not importable."""
+    try:
+        from cgdr_des.hw import list_profiles
+    except ImportError as exc:
+        if exc.name not in _PENDING_MODULES:
+            raise
+        return None
+    return list(list_profiles())
+
+
+class Hardware(_Section):
+    """``[hardware]``: a named profile plus field overrides (checked by ``cgdr_des.hw.load_profile``)."""
+
+    profile: str = DEFAULT_PROFILE
+    overrides: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("profile")
+    @classmethod
+    def _known(cls, v: str) -> str:
+        known = known_profiles()
+        if known is not None and v not in known:
+            raise ValueError(f"one of {', '.join(sorted(known))}")
+        return v
+
+
+class Shape(_Section):
+    """``[shape]``: heads and head dims; ``scale_value`` defaults to ``1/sqrt(dk)`` (kernel tests do so)."""
+
+    nk: PositiveInt
+    nv: PositiveInt
+    dk: PositiveInt
+    dv: PositiveInt
+    scale_value: Annotated[float, Field(allow_inf_nan=False)] | None = None
+    has_gamma: bool = True
+
+    @model_validator(mode="after")
+    def _gqa(self):
+        # The kernel maps value head h to q/k head h // (nv/nk) and never checks divisibility.
+        if self.nv % self.nk:
+            raise InputError("nv", self.nv, f"a multiple of nk ({self.nk})")
+        return self
+
+    def resolved_scale(self) -> float:
+        return 1.0 / math.sqrt(self.dk) if self.scale_value is None else self.scale_value
+
+
+class Tensors(_Section):
+    """``[workload.tensors]``: how the synthetic inputs are drawn (see ``cgdr_des.workload.tensors``)."""
+
+    beta: Literal["sigmoid", "zero"] = "sigmoid"
+    initial_state: Literal["randn", "zeros"] = "randn"
+
+
+class Workload(_Section):
+    """``[workload]``: exactly one length source, the batch size, the seed of every random draw."""
+
+    lengths: Annotated[list[Length], Field(min_length=1)] | None = None
+    distribution: Distribution | None = None
+    lengths_csv: str | None = None
+    batch: PositiveInt | None = None
+    seed: int = 0
+    tensors: Tensors = Field(default_factory=Tensors)
+
+    @model_validator(mode="after")
+    def _one_source(self):
+        given = [k for k in ("lengths", "distribution", "lengths_csv") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise InputError("lengths", given or _MISSING, "exactly one of lengths, distribution, lengths_csv")
+        if self.distribution is not None and self.batch is None:
+            raise InputError("batch", _MISSING, "a positive integer (required with distribution)")
+        if self.lengths is not None and self.batch not in (None, len(self.lengths)):
+            raise InputError("batch", self.batch, f"omitted or equal to len(lengths) = {len(self.lengths)}")
+        return self
+
+
+class Kernel(_Section):
+    """``[kernel]``: the kernel variant (data, not a fork of the program)."""
+
+    buffer_num: Literal[1, 2] = 1
+    policy: Literal["greedy", "round_robin", "float_share", "longest_first"] = "greedy"
+
+
+class Sim(_Section):
+    """``[sim]``: fidelity, numerics mode and what the Chrome trace keeps."""
+
+    fidelity: Literal["instr", "phase"] = "phase"
+    numerics: Literal["kernel", "exact", "off"] = "kernel"
+    trace: bool = True
+    trace_window: CycleWindow | None = None
+    trace_cores: list[CoreId] | None = None
+    max_trace_events: PositiveInt = 200_000
+
+    @model_validator(mode="after")
+    def _window(self):
+        _check_window(self.trace_window, "trace_window")
+        return self
+
+
+class Output(_Section):
+    """``[output]``: extra files; ``gantt_core=None`` means the core that finishes last."""
+
+    csv: bool = False
+    plots: bool = True
+    gantt_core: CoreId | None = None
+    gantt_window: CycleWindow | None = None
+
+    @model_validator(mode="after")
+    def _window(self):
+        _check_window(self.gantt_window, "gantt_window")
+        return self
+
+
+class Scenario(_Section):
+    """A validated scenario. Build with ``load_scenario`` or ``Scenario.from_dict`` (errors -> InputError)."""
+
+    name: Annotated[str, Field(min_length=1)]
+    description: str = ""
+    hardware: Hardware = Field(default_factory=Hardware)
+    shape: Shape
+    workload: Workload
+    kernel: Kernel = Field(default_factory=Kernel)
+    sim: Sim = Field(default_factory=Sim)
+    output: Output = Field(default_factory=Output)
+
+    _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
+    # (workload it was resolved from, lengths): keyed by identity so that model_copy(update=...) with a
+    # new workload never serves stale lengths.
+    _lengths: tuple[Workload, np.ndarray] | None = PrivateAttr(default=None)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, base_dir: str | Path | None = None,
+                  check_tiling: bool = True) -> Scenario:
+        """Validate ``data`` (a parsed TOML/JSON document), resolve lengths, check the tiling.
+
+        ``base_dir`` anchors ``workload.lengths_csv`` (default: the current directory).
+        """
+        try:
+            sc = cls.model_validate(dict(data))
+        except ValidationError as exc:
+            raise validation_error_to_input_error(exc) from None
+        sc._base_dir = Path(base_dir).resolve() if base_dir is not None else Path.cwd()
+        sc.lengths()  # resolve now: a bad length source fails at load, not mid-run
+        if check_tiling:
+            validate_tiling(sc)
+        return sc
+
+    def with_changes(self, changes: Mapping[str, Any]) -> Scenario:
+        """A re-validated copy with ``changes`` deep-merged (``{"kernel": {"buffer_num": 2}}``)."""
+        data = _deep_merge(self.model_dump(mode="json", exclude_none=True), changes)
+        return Scenario.from_dict(data, base_dir=self._base_dir)
+
+    def lengths(self) -> np.ndarray:
+        """The resolved ``actual_seq_lengths`` (tokens, int32, one per batch entry); a fresh copy."""
+        if self._lengths is None or self._lengths[0] is not self.workload:
+            self._lengths = (self.workload, resolve_lengths(self.workload, self._base_dir))
+        return self._lengths[1].copy()
+
+    def resolved_dict(self) -> dict[str, Any]:
+        """JSON-able dict with every default filled in and the lengths written out.
+
+        The workload keeps only the resolved ``lengths`` (plus ``batch``, ``seed``, ``tensors``), so the
+        dict loads again with ``Scenario.from_dict`` and describes exactly the simulated launch.
+        """
+        d = self.model_dump(mode="json")
+        d["shape"]["scale_value"] = self.shape.resolved_scale()
+        lengths = self.lengths()
+        d["workload"] = {"lengths": lengths.tolist(), "batch": int(lengths.size),
+                         "seed": self.workload.seed, "tensors": d["workload"]["tensors"]}
+        return d
+
+    def scenario_hash(self) -> str:
+        """First 12 hex digits of the sha256 of the canonical JSON of ``resolved_dict()``."""
+        text = json.dumps(self.resolved_dict(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read and validate a TOML scenario file; every problem is one-line InputError."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("scenario", str(path), "path of an existing TOML file")
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InputError("scenario", str(path), f"valid TOML ({exc})") from None
+    return Scenario.from_dict(data, base_dir=p.parent)
+
+
+# ---------------------------------------------------------------- lengths
+
+
+def resolve_lengths(workload: Workload, base_dir: Path) -> np.ndarray:
+    """The batch's sequence lengths (int32 tokens) from whichever source the workload names."""
+    if workload.lengths is not None:
+        lengths = np.asarray(workload.lengths, dtype=np.int32)
+    elif workload.distribution is not None:
+        rng = np.random.default_rng(workload.seed)
+        try:
+            lengths = sample_lengths(workload.distribution, workload.batch, rng)
+        except InputError as exc:
+            raise InputError(f"workload.distribution.{exc.field}", exc.value, exc.allowed) from None
+    else:
+        lengths = read_lengths_csv(base_dir / workload.lengths_csv, workload.lengths_csv, workload.batch)
+    if int(lengths.sum()) <= 0:
+        raise InputError("workload.lengths", _brief(lengths.tolist()), "at least one positive length")
+    return lengths
+
+
+def read_lengths_csv(path: Path, shown: str, batch: int | None) -> np.ndarray:
+    """Lengths from a CSV: its only column, or the column headed ``length``; first ``batch`` rows."""
+    field = "workload.lengths_csv"
+    if not path.is_file():
+        raise InputError(field, shown, f"an existing CSV file (looked for {path})")
+    with path.open(newline="", encoding="utf-8") as fh:
+        rows = [r for r in csv.reader(fh) if any(c.strip() for c in r)]
+    if not rows:
+        raise InputError(field, shown, "a CSV with at least one length")
+    header = [c.strip().lower() for c in rows[0]]
+    if "length" in header:
+        col, body = header.index("length"), rows[1:]
+    elif len(header) == 1:
+        col, body = 0, (rows if _is_int(rows[0][0]) else rows[1:])
+    else:
+        raise InputError(field, shown, "a CSV with one column, or a column named 'length'")
+    values = []
+    for i, row in enumerate(body):
+        cell = row[col].strip() if col < len(row) else ""
+        if not _is_int(cell) or int(cell) < 0:
+            raise InputError(field, f"{shown} data row {i + 1}: {cell!r}", "non-negative integer lengths")
+        values.append(int(cell))
+    if batch is not None:
+        if batch > len(values):
+            raise InputError("workload.batch", batch, f"<= the {len(values)} rows of {shown}")
+        values = values[:batch]
+    if not values:
+        raise InputError(field, shown, "a CSV with at least one length")
+    return np.asarray(values, dtype=np.int32)
+
+
+def _is_int(text: str) -> bool:
+    try:
+        int(text.strip())
+    except ValueError:
+        return False
+    return True
+
+
+# ---------------------------------------------------------------- tiling check
+
+
+def validate_tiling(sc: Scenario):
+    """Run the host tiling at load so that a shape with no V step fitting UB fails before simulating.
+
+    Returns the ``Tiling`` (or None while the hw / tiling modules are not importable yet).
+    """
+    try:
+        from cgdr_des.hw import load_profile
+        from cgdr_des.kernel.tiling import compute_tiling
+    except ImportError as exc:
+        # TODO(lead): remove this fallback once cgdr_des.hw and cgdr_des.kernel.tiling are merged.
+        if exc.name not in _PENDING_MODULES:
+            raise
+        return None
+    with _prefixed("hardware"):
+        profile = load_profile(sc.hardware.profile, dict(sc.hardware.overrides) or None)
+    lengths = sc.lengths()
+    s = sc.shape
+    with _prefixed("tiling"):
+        return compute_tiling(t=int(lengths.sum()), hqk=s.nk, dk=s.dk, hv=s.nv, dv=s.dv,
+                              batch=int(lengths.size), ub_size=profile_ub_bytes(profile),
+                              aiv_num=profile_core_count(profile), has_gamma=s.has_gamma,
+                              buffer_num=sc.kernel.buffer_num)
+
+
+@contextmanager
+def _prefixed(section: str):
+    """Re-raise another layer's InputError with the scenario section it came from in the field path."""
+    try:
+        yield
+    except InputError as exc:
+        if exc.field.startswith(f"{section}."):
+            raise
+        raise InputError(f"{section}.{exc.field}", exc.value, exc.allowed) from None
+
+
+def profile_ub_bytes(profile: Any) -> int:
+    """UB bytes the host tiling sees (``GetCoreMemSize(UB)``)."""
+    return int(profile.ub_bytes)
+
+
+def profile_core_count(profile: Any) -> int:
+    """Vector core count the host tiling sees (``GetCoreNumAiv()``)."""
+    return int(profile.aiv_num)
+
+
+# ---------------------------------------------------------------- errors
+
+
+class _Shown:
+    """Wraps a value so that InputError's ``{value!r}`` stays short (one line for huge lists/tables)."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+_MISSING = _Shown("nothing")
+
+
+def _brief(value: Any) -> Any:
+    text = repr(value)
+    return _Shown(reprlib.repr(value)) if len(text) > 80 or "\n" in text else value
+
+
+def _path(loc: tuple) -> str:
+    """``('workload', 'distribution', 'lognormal', 'sigma')`` -> ``workload.distribution.sigma``."""
+    parts: list[str] = []
+    for i, item in enumerate(loc):
+        if isinstance(item, int):
+            parts[-1] += f"[{item}]"
+        elif i > 0 and loc[i - 1] == "distribution" and item in _DIST_KINDS:
+            continue  # pydantic puts the union tag in the location; users never wrote it
+        else:
+            parts.append(str(item))
+    return ".".join(parts)
+
+
+def validation_error_to_input_error(exc: ValidationError) -> InputError:
+    """The first pydantic error as one-line InputError (field path, value, what is allowed)."""
+    err = exc.errors(include_url=False)[0]
+    kind, loc, ctx = err["type"], tuple(err["loc"]), err.get("ctx") or {}
+    path = _path(loc)
+    cause = ctx.get("error")
+    if isinstance(cause, InputError):
+        return InputError(".".join(p for p in (path, cause.field) if p), cause.value, cause.allowed)
+    if kind == "extra_forbidden":
+        allowed = _allowed_keys(loc[:-1])
+        return InputError(path, _brief(err["input"]), f"unknown key (allowed: {allowed})")
+    if kind == "missing":
+        return InputError(path, _MISSING, "required")
+    if kind == "union_tag_invalid":
+        return InputError(f"{path}.kind", ctx.get("tag"), f"one of {ctx.get('expected_tags')}")
+    if kind == "union_tag_not_found":
+        return InputError(f"{path}.kind", _MISSING, f"one of {', '.join(repr(k) for k in _DIST_KINDS)}")
+    msg = err["msg"].removeprefix("Value error, ")
+    return InputError(path, _brief(err["input"]), msg[:1].lower() + msg[1:])
+
+
+_DIST_KINDS = tuple(DISTRIBUTIONS)
+
+
+def _allowed_keys(loc: tuple) -> str:
+    """The field names of the table at ``loc`` (walks the model classes; union members by tag)."""
+    model: type[BaseModel] = Scenario
+    for item in loc:
+        if isinstance(item, int):
+            continue
+        if item in DISTRIBUTIONS and model is Workload:
+            model = DISTRIBUTIONS[item]
+            continue
+        ann = model.model_fields[item].annotation
+        nested = [a for a in (ann, *getattr(ann, "__args__", ())) if isinstance(a, type)
+                  and issubclass(a, BaseModel)]
+        if not nested:
+            continue  # the tagged union: the next location item is its tag
+        model = nested[0]
+    return ", ".join(model.model_fields)
+
+
+def _deep_merge(base: dict, changes: Mapping) -> dict:
+    out = dict(base)
+    for key, value in changes.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
