@@ -19,7 +19,6 @@ Pipes are the strings ``S`` (scalar unit), ``V`` (vector), ``MTE2`` (GM -> UB), 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
 
 PIPES = ("S", "V", "MTE2", "MTE3")
 BARRIER_PIPES = ("V", "MTE2", "MTE3", "ALL")
@@ -55,7 +54,7 @@ class EventHandle:
         return f"EventHandle(id={self.id})"
 
 
-EventId = Union[int, EventHandle]
+EventId = int | EventHandle
 
 
 def resolve_event_id(eid: EventId) -> int | None:
@@ -277,10 +276,10 @@ class Macro:
     counts: tuple[tuple[str, int], ...] = ()
 
 
-Record = Union[
-    Scalar, ScalarGm, VecOp, Dma, PipeBarrier, SetFlag, WaitFlag, FetchEventID, AllocEventID,
-    ReleaseEventID, InitBuffer, AllocTensor, EnQue, DeQue, FreeTensor, Tag, Macro,
-]
+Record = (
+    Scalar | ScalarGm | VecOp | Dma | PipeBarrier | SetFlag | WaitFlag | FetchEventID | AllocEventID
+    | ReleaseEventID | InitBuffer | AllocTensor | EnQue | DeQue | FreeTensor | Tag | Macro
+)
 
 
 def record_kind(rec: Record) -> str:
