@@ -97,10 +97,9 @@ def validate(scenario: str) -> None:
                f"{int(lengths.sum())} tokens, nk={sc.shape.nk} nv={sc.shape.nv} "
                f"dk={sc.shape.dk} dv={sc.shape.dv} on {sc.hardware.profile}")
     tiling = validate_tiling(sc)
-    if tiling is not None:
-        click.echo(f"tiling: v_step={tiling.v_step} v_tiles={tiling.v_tile_count} "
-                   f"block_dim={tiling.block_dim} tmp_buff={tiling.tmp_buff_bytes} B "
-                   f"out_queue={tiling.out_queue_bytes} B")
+    click.echo(f"tiling: v_step={tiling.v_step} v_tiles={tiling.v_tile_count} "
+               f"block_dim={tiling.block_dim} tmp_buff={tiling.tmp_buff_bytes} B "
+               f"out_queue={tiling.out_queue_bytes} B")
 
 
 @main.command()

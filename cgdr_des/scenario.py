@@ -47,8 +47,6 @@ DEFAULT_PROFILE = "atlas-300i-duo"
 PositiveInt = Annotated[int, Field(ge=1)]
 CoreId = Annotated[int, Field(ge=0)]
 CycleWindow = Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=2, max_length=2)]
-# Modules other engineers are still writing; until they land, load-time checks that need them are skipped.
-_PENDING_MODULES = ("cgdr_des.hw", "cgdr_des.kernel.tiling", "cgdr_des.kernel")
 
 
 class _Section(BaseModel):
@@ -60,14 +58,10 @@ def _check_window(window: list[int] | None, field: str) -> None:
         raise InputError(field, window, "[start, end] with end > start (cycles)")
 
 
-def known_profiles() -> list[str] | None:
-    """Names ``cgdr_des.hw.list_profiles()`` knows, or None while the hw layer is not importable."""
-    try:
-        from cgdr_des.hw import list_profiles
-    except ImportError as exc:
-        if exc.name not in _PENDING_MODULES:
-            raise
-        return None
+def known_profiles() -> list[str]:
+    """Names of the shipped hardware profiles (``cgdr_des.hw.list_profiles()``)."""
+    from cgdr_des.hw import list_profiles
+
     return list(list_profiles())
 
 
@@ -81,7 +75,7 @@ class Hardware(_Section):
     @classmethod
     def _known(cls, v: str) -> str:
         known = known_profiles()
-        if known is not None and v not in known:
+        if v not in known:
             raise ValueError(f"one of {', '.join(sorted(known))}")
         return v
 
@@ -314,16 +308,11 @@ def _is_int(text: str) -> bool:
 def validate_tiling(sc: Scenario):
     """Run the host tiling at load so that a shape with no V step fitting UB fails before simulating.
 
-    Returns the ``Tiling`` (or None while the hw / tiling modules are not importable yet).
+    Returns the ``Tiling``.
     """
-    try:
-        from cgdr_des.hw import load_profile
-        from cgdr_des.kernel.tiling import compute_tiling
-    except ImportError as exc:
-        # TODO(lead): remove this fallback once cgdr_des.hw and cgdr_des.kernel.tiling are merged.
-        if exc.name not in _PENDING_MODULES:
-            raise
-        return None
+    from cgdr_des.hw import load_profile
+    from cgdr_des.kernel.tiling import compute_tiling
+
     with _prefixed("hardware"):
         profile = load_profile(sc.hardware.profile, dict(sc.hardware.overrides) or None)
     lengths = sc.lengths()

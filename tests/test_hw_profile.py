@@ -37,7 +37,7 @@ def test_310p_facts_from_the_notes():
 
 def test_double_set_policy_defaults():
     # 310P: the kernel's software flags (softsync) tolerate a re-set; 910B hardware flags do not
-    assert load_profile("atlas-300i-duo").flag_double_set == "stall"
+    assert load_profile("atlas-300i-duo").flag_double_set == "counter"
     assert {load_profile(n).flag_double_set for n in SHIPPED[1:]} == {"diagnostic"}
 
 
