@@ -9,13 +9,6 @@ from cgdr_des.errors import CgdrError, InputError, KernelDiagnostic
 from cgdr_des.kernel import tiling  # noqa: F401
 from cgdr_des.op import chunk_gated_delta_rule
 from cgdr_des.scenario import load_scenario
+from cgdr_des.simulation import simulate
 
 __all__ = ["CgdrError", "InputError", "KernelDiagnostic", "chunk_gated_delta_rule", "load_scenario", "simulate"]
-
-
-def __getattr__(name):
-    if name == "simulate":  # the machine stack is imported on first use
-        from cgdr_des.simulate import simulate
-
-        return simulate
-    raise AttributeError(f"module 'cgdr_des' has no attribute {name!r}")

@@ -40,7 +40,7 @@ def main(verbose: bool) -> None:
 
 
 def _simulate():
-    from cgdr_des.simulate import simulate  # lazy: the simulation stack is heavy and not needed elsewhere
+    from cgdr_des.simulation import simulate  # lazy: the simulation stack is heavy and not needed elsewhere
 
     return simulate
 

@@ -95,7 +95,7 @@ def chunk_gated_delta_rule(query, key, value, beta, initial_state, actual_seq_le
                               buffer_num=buffer_num)
         fr = run_functional(launch, policy)
         return OpResult(fr.out, fr.final_state, fr.counts, None, launch.tiling)
-    from cgdr_des.simulate import simulate_launch
+    from cgdr_des.simulation import simulate_launch
 
     return simulate_launch(query, key, value, beta, initial_state, actual_seq_lengths, g, scale_value,
                            numerics=numerics, hardware=hardware, buffer_num=buffer_num, policy=policy,

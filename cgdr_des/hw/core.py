@@ -46,7 +46,7 @@ class Core:
     """One AIV running one program. ``rows`` is the machine-wide ops list (shared by all cores)."""
 
     def __init__(self, cid: int, program, *, profile, env, bus, rows: list, keep_ops: bool,
-                 vec_params, scalar_costs) -> None:
+                 vec_params, scalar_costs, dcache: DataCache | None = None) -> None:
         self.cid, self.profile, self.env, self.bus = cid, profile, env, bus
         self.rows, self.keep_ops = rows, keep_ops
         self.vec_params, self.scalar_costs = vec_params, scalar_costs
@@ -54,7 +54,7 @@ class Core:
         n_ids = profile.event_ids_per_hard_event
         self.flags, self.pool = FlagTable(n_ids), EventIdPool(n_ids)
         self.ub = UnifiedBuffer(profile.ub_bytes, profile.ub_align_bytes, n_ids)
-        self.dcache = DataCache(profile.dcache_line_bytes, profile.dcache_bytes)
+        self.dcache = dcache or DataCache(profile.dcache_line_bytes, profile.dcache_bytes)
         self.pipes = {name: PipeState(name, profile.queue_depth, self.t0) for name in ("V", "MTE2", "MTE3")}
         self.pipe_list = list(self.pipes.values())
         self.segs: list[list] = []

@@ -86,8 +86,12 @@ class Machine:
         self._vec = vec_params(self.profile)
         self._scalar = scalar_kind_cycles(self.profile)
 
-    def run(self, programs: list[Iterable]) -> MachineRun:
-        """Run ``programs[i]`` on core ``i`` (all at once) and return what happened."""
+    def run(self, programs: list[Iterable], *, dcaches: list | None = None) -> MachineRun:
+        """Run ``programs[i]`` on core ``i`` (all at once) and return what happened.
+
+        ``dcaches[i]``, if given, is core i's data cache at the start (and is left in its final
+        state): phase fidelity carries one cache through the isolated runs it times.
+        """
         n = len(programs)
         if not 1 <= n <= self.profile.aiv_num:
             raise InputError("programs", n, f"1 to {self.profile.aiv_num} programs (one per vector core "
@@ -96,7 +100,8 @@ class Machine:
         bus = GmBus(env, self.profile.gm_bytes_per_cycle)
         rows: list[tuple] = []
         cores = [Core(i, iter(p), profile=self.profile, env=env, bus=bus, rows=rows, keep_ops=self.keep_ops,
-                      vec_params=self._vec, scalar_costs=self._scalar) for i, p in enumerate(programs)]
+                      vec_params=self._vec, scalar_costs=self._scalar, dcache=dcaches[i] if dcaches else None)
+                 for i, p in enumerate(programs)]
         errors: list[BaseException] = []
         for core in cores:
             env.process(core.process(errors))

@@ -18,7 +18,10 @@ whole span as busy).
 
 What is lost against ``instr``: inside a run, the scalar unit's V->S waits assume V was idle when
 the run began; the run's V work starts only when V has finished issuing what came before (no overlap
-with the previous run's last latency); ScalarGm hits and misses are those of a cold cache. A run
+with the previous run's last latency); ScalarGm hits and misses are those of the compiler's own
+data cache, carried from one isolated run to the next in the order the runs are first compiled (the
+program order of the first chunk with each signature), so a phase re-reading lines an earlier phase
+read (beta, g, uncached Q) hits as it does at ``instr`` fidelity. A run
 whose flags are not balanced within it (a set consumed, or a wait satisfied, outside the run) or
 that cannot be timed alone (a diagnostic) is kept explicit, so it is timed exactly; so is a run of
 a single record.
@@ -30,6 +33,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from cgdr_des.errors import KernelDiagnostic
+from cgdr_des.hw.dcache import DataCache
 from cgdr_des.hw.machine import Machine
 from cgdr_des.hw.profile import Profile
 from cgdr_des.isa import Macro, PipeBarrier, Scalar, ScalarGm, SetFlag, VecOp, WaitFlag, record_kind
@@ -81,6 +85,7 @@ class PhaseCompiler:
     def __init__(self, profile: Profile, name: str = "compute") -> None:
         self.profile, self.name = profile, name
         self.machine = Machine(profile, keep_ops=True)
+        self.dcache = DataCache(profile.dcache_line_bytes, profile.dcache_bytes)
         self.compiled_runs = 0
         self.kept_runs = 0
 
@@ -98,7 +103,7 @@ class PhaseCompiler:
 
     def macro(self, run: list) -> TimedMacro:
         """Time ``run`` alone on an idle core; raises KernelDiagnostic if it cannot run alone."""
-        result = self.machine.run([run])
+        result = self.machine.run([run], dcaches=[self.dcache])
         core, t0 = result.cores[0], self.profile.kernel_launch_cycles
         v_rows = [(r[8], r[9]) for r in result.ops if r[1] == "V"]
         v_start = min(s for s, _ in v_rows) - t0 if v_rows else 0
