@@ -139,6 +139,10 @@ class Dma:
 
     ``nbytes`` is the payload actually moved; ``params`` the DataCopy(Ext)Params as the kernel built
     them (the machine checks their hardware ranges); ``gm_addr``/``ub_addr`` the first byte.
+    ``repeat`` > 1 stands for that many identical DataCopy calls issued back to back with nothing
+    between them (``nbytes`` is their total): the kernel never emits it, ``phase`` fidelity merges
+    such runs (the per-row state copies) so that each pays its first-byte cycles but moves its bytes
+    as one transfer.
     """
 
     direction: str
@@ -146,6 +150,7 @@ class Dma:
     params: DataCopyParams | DataCopyExtParams
     gm_addr: int
     ub_addr: int
+    repeat: int = 1
 
     @property
     def pipe(self) -> str:

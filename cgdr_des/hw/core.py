@@ -93,6 +93,7 @@ class Core:
         except HwFault as exc:
             raise at(self.cid, idx, seg, str(exc)) from None
         read, first_byte, cap = dma_numbers(self.profile, rec)
+        first_byte *= rec.repeat  # a merged run of DataCopy calls pays each call's first-byte cycles
         if read:
             self.gm_read += rec.nbytes
         else:

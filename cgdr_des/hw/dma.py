@@ -43,6 +43,8 @@ def check_dma(rec: Dma, ub_bytes: int) -> None:
             kind = "uint16" if hi == UINT16 else ("blockCount" if field == "block_count" else "field")
             raise HwFault(f"{name}.{field} = {v!r} is outside [0, {hi}] ({kind} range): the hardware "
                           "field would truncate")
+    if not _is_int(rec.repeat) or rec.repeat < 1:
+        raise HwFault(f"Dma repeat = {rec.repeat!r}, must be an integer >= 1")
     if not _is_int(rec.nbytes) or rec.nbytes < 0:
         raise HwFault(f"Dma nbytes = {rec.nbytes!r}, must be an integer >= 0")
     if not _is_int(rec.ub_addr) or rec.ub_addr < 0 or rec.ub_addr + rec.nbytes > ub_bytes:

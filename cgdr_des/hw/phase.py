@@ -30,13 +30,13 @@ a single record.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cgdr_des.errors import KernelDiagnostic
 from cgdr_des.hw.dcache import DataCache
 from cgdr_des.hw.machine import Machine
 from cgdr_des.hw.profile import Profile
-from cgdr_des.isa import Macro, PipeBarrier, Scalar, ScalarGm, SetFlag, VecOp, WaitFlag, record_kind
+from cgdr_des.isa import Dma, Macro, PipeBarrier, Scalar, ScalarGm, SetFlag, VecOp, WaitFlag, record_kind
 
 _COMPUTE_EVENTS = ("S_V", "V_S", "V_V")
 
@@ -65,6 +65,20 @@ def balanced(run: list) -> bool:
                 return False
             pending[key] -= 1
     return not any(pending.values())
+
+
+def merge_dma_runs(records: list) -> list:
+    """Consecutive DataCopy calls of one direction and one parameter set, with nothing between
+    them, become one Dma with ``repeat`` (first addresses kept; nbytes summed)."""
+    out: list = []
+    for rec in records:
+        prev = out[-1] if out else None
+        if (type(rec) is Dma and type(prev) is Dma and prev.direction == rec.direction
+                and prev.params == rec.params):
+            out[-1] = replace(prev, nbytes=prev.nbytes + rec.nbytes, repeat=prev.repeat + rec.repeat)
+        else:
+            out.append(rec)
+    return out
 
 
 def is_compute(rec) -> bool:
@@ -99,7 +113,7 @@ class PhaseCompiler:
             run = []
             out.append(rec)
         out.extend(self._replace(run))
-        return out
+        return merge_dma_runs(out)
 
     def macro(self, run: list) -> TimedMacro:
         """Time ``run`` alone on an idle core; raises KernelDiagnostic if it cannot run alone."""

@@ -204,7 +204,7 @@ def scalar_unit(core, program):
             t += c
             continue
         elif typ is Dma:
-            cnt["dma_" + rec.pipe] += 1
+            cnt["dma_" + rec.pipe] += rec.repeat
             P, code, pre, ea, eb = core.dma_entry(rec, idx, seg)
         elif typ is Macro or isinstance(rec, Macro):
             V.n_push = nv
