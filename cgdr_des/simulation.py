@@ -32,14 +32,15 @@ def _tensors(sc, lengths):
     return tensors, x.g, s.resolved_scale()
 
 
-def estimated_records(launch) -> int:
-    """Order of magnitude of the instruction count (§5.x: ~2.3 L^2 + 3.3 L dk records per chunk-tile)."""
+def estimated_rows(launch, fidelity: str) -> int:
+    """Order of magnitude of the ops rows a run produces: at ``instr`` ~2.3 L^2 + 6.6 L dk records per
+    chunk and V-tile (notes/kernel.md §5.x), at ``phase`` ~100 (Macros, DMAs, flags, Tags)."""
     sh, total = launch.shape, 0
     tiles = ceil_div(sh.dv, launch.tiling.v_step)
     for n in launch.lengths:
         full, rest = divmod(int(n), 64)
         for L in [64] * full + ([rest] if rest else []):
-            total += tiles * (int(2.3 * L * L) + int(3.3 * L * sh.dk) * 2)
+            total += tiles * (100 if fidelity == "phase" else int(2.3 * L * L) + int(6.6 * L * sh.dk))
     return total * sh.nv
 
 
@@ -70,7 +71,7 @@ def run_launch(launch, prof, *, policy, fidelity, meta=None, progress=None, scen
         if progress is not None:
             progress(started[0], total)
 
-    keep_ops = fidelity == "phase" or estimated_records(launch) <= OPS_ROW_LIMIT
+    keep_ops = estimated_rows(launch, fidelity) <= OPS_ROW_LIMIT
     if fidelity == "phase":
         from cgdr_des.hw.phase import PhaseCompiler
 
