@@ -112,7 +112,11 @@ class Machine:
         if stuck:
             raise _deadlock(stuck)
         stats = [c.stats() for c in cores]
-        return MachineRun(ops=rows, spans=[s for c in cores for s in c.spans()], cores=stats,
+        spans: list[tuple] = []
+        for c in cores:  # one core at a time, freeing its mutable segments: big runs have millions
+            spans.extend(c.spans())
+            c.segs.clear()
+        return MachineRun(ops=rows, spans=spans, cores=stats,
                           counts=[c.counter() for c in cores], makespan=max(s["finish"] for s in stats),
                           gm_bytes_read=sum(c.gm_read for c in cores),
                           gm_bytes_written=sum(c.gm_written for c in cores), profile=self.profile)

@@ -57,6 +57,8 @@ def build_result(run: Any, assignment: Sequence[Sequence[Any]], *, meta: dict[st
                  tiling: Any = None) -> Result:
     """Frames, summary and provenance of one run (see the module docstring for every column)."""
     spans = spans_frame(run.spans)
+    if not len(run.ops):
+        run.spans = []  # the frame now holds them; a million-token run cannot afford both copies
     items = items_frame(assignment, spans)
     cores = cores_frame(run.cores, items)
     meta = {**meta, "clock_mhz": float(clock_mhz)}
@@ -88,7 +90,7 @@ def ops_frame(ops: Sequence[tuple], spans: pd.DataFrame) -> pd.DataFrame:
         df["n_ops"] = np.ones(len(df), np.int64)
         df["aggregated"] = False
         return df
-    df = spans.copy()
+    df = spans  # built for this call and not used after it: extended in place, not copied
     df["pipe"] = pd.Categorical(["ALL"] * len(df))
     df["op"] = df["phase"]
     df["elements"] = np.zeros(len(df), np.int64)
