@@ -57,8 +57,6 @@ def build_result(run: Any, assignment: Sequence[Sequence[Any]], *, meta: dict[st
                  tiling: Any = None) -> Result:
     """Frames, summary and provenance of one run (see the module docstring for every column)."""
     spans = spans_frame(run.spans)
-    if not len(run.ops):
-        run.spans = []  # the frame now holds them; a million-token run cannot afford both copies
     items = items_frame(assignment, spans)
     cores = cores_frame(run.cores, items)
     meta = {**meta, "clock_mhz": float(clock_mhz)}
