@@ -11,6 +11,11 @@ yardstick for "no SimPy event per instruction". Patterns (one core, synthetic, l
   pattern; run with flag_double_set="counter" because the scalar unit sets S_V again before V has
   consumed the previous set, which the default policy reports).
 
+- ``kernel``: the real program of one core (the kernel layer's records for 4 chunks of one head,
+  L = 64, dk = dv = 128, numerics off), built into a list first so only the machine is timed;
+- ``kernel_e2e``: the same program pulled from the kernel's generator while it runs (what an
+  ``instr`` simulation with numerics off does end to end).
+
 Each is timed with ops kept (default) and without (``keep_ops=False``); best of ``--repeat`` runs.
 
 Usage: ``python analysis/benchmarks/bench_instr_throughput.py [--records 300000] [--repeat 3]``
@@ -50,8 +55,31 @@ def axpy_s_to_v(n_records: int):
         yield from body
 
 
+def _kernel_program():
+    from cgdr_des.kernel.functional import make_launch
+    from cgdr_des.kernel.launch import Shape
+    from cgdr_des.kernel.program import core_program
+
+    launch = make_launch(Shape(1, 256, 1, 1, 128, 128, 0.088, False), [256], None, None, numerics="off")
+    return core_program(launch, 0)
+
+
+_KERNEL: list = []
+
+
+def kernel(_n_records: int):
+    if not _KERNEL:
+        _KERNEL.extend(_kernel_program())
+    return iter(_KERNEL)
+
+
+def kernel_e2e(_n_records: int):
+    return _kernel_program()
+
+
 PATTERNS = {"dotfp32": (dotfp32, {}), "axpy_barrier": (axpy_barrier, {}),
-            "axpy_s_to_v": (axpy_s_to_v, {"flag_double_set": "counter"})}
+            "axpy_s_to_v": (axpy_s_to_v, {"flag_double_set": "counter"}), "kernel": (kernel, {}),
+            "kernel_e2e": (kernel_e2e, {})}
 
 
 def simpy_events_per_second(n_events: int) -> float:

@@ -118,6 +118,17 @@ class Core:
     def finished(self) -> bool:
         return self.s_done and all(P.drained for P in self.pipe_list)
 
+    def release(self) -> None:
+        """Drop the automata once the run is over. Each generator's frame refers back to this core,
+        a reference cycle that only the cyclic collector frees -- and the machine runs with it
+        disabled (phase fidelity runs many small machines inside a big one), so without this every
+        finished machine's rows would stay in memory until the end."""
+        self.s_gen = None
+        self.ready.clear()
+        self.wake_ev = None
+        for P in self.pipe_list:
+            P.gen = P.on_done = None
+
     def process(self, errors: list):
         """Resume ready automata until none is; wait for the GM bus when a DMA is in flight.
 

@@ -105,12 +105,16 @@ class Machine:
         errors: list[BaseException] = []
         for core in cores:
             env.process(core.process(errors))
-        _run_until_error(env, errors)
-        if errors:
-            raise errors[0]
-        stuck = [c for c in cores if not c.finished]
-        if stuck:
-            raise _deadlock(stuck)
+        try:
+            _run_until_error(env, errors)
+            if errors:
+                raise errors[0]
+            stuck = [c for c in cores if not c.finished]
+            if stuck:
+                raise _deadlock(stuck)
+        finally:
+            for core in cores:
+                core.release()
         stats = [c.stats() for c in cores]
         spans: list[tuple] = []
         for c in cores:  # one core at a time, freeing its mutable segments: big runs have millions
