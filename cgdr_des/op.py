@@ -82,10 +82,13 @@ def validate_inputs(query, key, value, beta, initial_state, actual_seq_lengths, 
 
 def chunk_gated_delta_rule(query, key, value, beta, initial_state, actual_seq_lengths, g=None,
                            scale_value=1.0, *, numerics="kernel", hardware="atlas-300i-duo",
-                           buffer_num=1, policy="greedy", fidelity="functional") -> OpResult:
-    """Run the op. ``fidelity="functional"`` runs the programs with no timing; ``"instr"`` or
-    ``"phase"`` also time them on ``hardware`` and attach the frames as ``.result``."""
+                           buffer_num=1, policy="greedy", fidelity="phase") -> OpResult:
+    """Run the op on ``hardware``: ``"phase"`` (default) or ``"instr"`` fidelity time the kernel
+    programs and attach the frames as ``.result``; ``"functional"`` runs the same programs with no
+    machine (outputs and per-phase instruction counts in ``.counts``, no timing)."""
     validate_inputs(query, key, value, beta, initial_state, actual_seq_lengths, g, scale_value)
+    if fidelity not in ("functional", "phase", "instr"):
+        raise InputError("fidelity", fidelity, "one of functional, phase, instr")
     if fidelity == "functional":
         from cgdr_des.hw.profile import load_profile
 

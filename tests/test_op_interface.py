@@ -30,7 +30,7 @@ def test_exact_numerics_are_float64():
 
 def test_numerics_off_returns_no_outputs_but_counts():
     x = inputs([40], 1, 1, 64, 64, seed=12)
-    r = cgdr_des.chunk_gated_delta_rule(**x.kwargs(), numerics="off")
+    r = cgdr_des.chunk_gated_delta_rule(**x.kwargs(), numerics="off", fidelity="functional")
     assert r.out is None and r.final_state is None
     assert r.counts[("P4b_Recursion", "vec")] == (40 - 1) * (40 - 2) // 2
 
@@ -55,6 +55,21 @@ def test_bad_inputs_name_the_field(field, change):
         cgdr_des.chunk_gated_delta_rule(**kwargs(x, **change(x)))
     assert str(err.value).startswith(field + ":")
     assert "\n" not in str(err.value)
+
+
+def test_functional_and_phase_compute_the_same_outputs():
+    x = inputs([50, 20], 1, 2, 64, 64, seed=14)
+    a = cgdr_des.chunk_gated_delta_rule(**x.kwargs(), fidelity="functional")
+    b = cgdr_des.chunk_gated_delta_rule(**x.kwargs())
+    assert a.result is None and b.result is not None
+    np.testing.assert_array_equal(a.out, b.out)
+    np.testing.assert_array_equal(a.final_state, b.final_state)
+
+
+def test_unknown_fidelity_is_an_input_error():
+    x = inputs([16], 1, 1, 16, 16)
+    with pytest.raises(InputError, match="fidelity"):
+        cgdr_des.chunk_gated_delta_rule(**x.kwargs(), fidelity="fast")
 
 
 def test_unknown_numerics_is_an_input_error():

@@ -7,7 +7,6 @@ their bytes under ``bytes_MTE2`` / ``bytes_MTE3``. This is what the machine must
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -88,7 +87,3 @@ def run_functional(launch: Launch, policy: str = "greedy", *, emit: bool = True)
         program = core_program(launch, core, emit=emit, assigned=assigned)
         count_records(program, counts)
     return FunctionalResult(launch.out, launch.final_state, counts, launch)
-
-
-def default_scale(dk: int) -> float:
-    return 1.0 / math.sqrt(dk)
