@@ -160,7 +160,8 @@ class Core:
         V, M2, M3 = self.pipe_list
         return {"core": self.cid, "finish": self.finish, "busy_S": self.s_busy, "busy_V": V.busy,
                 "busy_MTE2": M2.busy, "busy_MTE3": M3.busy, "stall_S": self.s_stall, "stall_V": V.stall,
-                "stall_MTE2": M2.stall, "stall_MTE3": M3.stall, "n_records": self.n_records}
+                "stall_MTE2": M2.stall, "stall_MTE3": M3.stall, "n_records": self.n_records,
+                "first_V": V.first, "last_V": V.done if V.first is not None else None}
 
     def spans(self) -> list[tuple]:
         return [(self.cid, s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]) for s in self.segs if s[7]]

@@ -36,7 +36,7 @@ OP_COLUMNS = ("core", "pipe", "op", "phase", "batch", "head", "vtile", "chunk", 
               "elements", "bytes")
 SPAN_COLUMNS = ("core", "phase", "batch", "head", "vtile", "chunk", "start", "end", "n_ops")
 CORE_KEYS = ("core", "finish", "busy_S", "busy_V", "busy_MTE2", "busy_MTE3", "stall_S", "stall_V",
-             "stall_MTE2", "stall_MTE3", "n_records")
+             "stall_MTE2", "stall_MTE3", "n_records", "first_V", "last_V")
 
 
 @dataclass
@@ -60,7 +60,8 @@ class MachineRun:
     ``finish`` = the core's last end; ``busy_X`` = union of X's work intervals (whole instructions,
     ``flag_cycles`` of each flag, barriers and waits excluded); ``stall_S`` = cycles the scalar unit
     was blocked (full queue, flag waits, PipeBarrier<ALL>), so busy_S + stall_S = its last cycle -
-    launch; ``stall_V``/``stall_MTE*`` = cycles blocked in WaitFlags and barriers. ``counts[core]``:
+    launch; ``stall_V``/``stall_MTE*`` = cycles blocked in WaitFlags and barriers; ``first_V``/``last_V``
+    = the vector pipe's first start and last end (None if it ran nothing). ``counts[core]``:
     Counter of ``(phase, isa.record_kind(rec))`` over every record the core pulled, a Scalar
     weighted by its ``count`` (so scalar columns count operations, as notes/kernel.md tabulates
     them) and a Macro contributing the counts of the records it replaced (``n_records`` counts

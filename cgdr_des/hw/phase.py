@@ -98,7 +98,7 @@ class PhaseCompiler:
 
     def __init__(self, profile: Profile, name: str = "compute") -> None:
         self.profile, self.name = profile, name
-        self.machine = Machine(profile, keep_ops=True)
+        self.machine = Machine(profile, keep_ops=False)
         self.dcache = DataCache(profile.dcache_line_bytes, profile.dcache_bytes)
         self.compiled_runs = 0
         self.kept_runs = 0
@@ -120,9 +120,9 @@ class PhaseCompiler:
         """Time ``run`` alone on an idle core; raises KernelDiagnostic if it cannot run alone."""
         result = self.machine.run([run], dcaches=[self.dcache])
         core, t0 = result.cores[0], self.profile.kernel_launch_cycles
-        v_rows = [(r[8], r[9]) for r in result.ops if r[1] == "V"]
-        v_start = min(s for s, _ in v_rows) - t0 if v_rows else 0
-        v_end = max(e for _, e in v_rows) - t0 if v_rows else 0
+        ran_v = core["first_V"] is not None
+        v_start = core["first_V"] - t0 if ran_v else 0
+        v_end = core["last_V"] - t0 if ran_v else 0
         counts = Counter()
         for rec in run:
             counts[record_kind(rec)] += rec.count if type(rec) is Scalar else 1

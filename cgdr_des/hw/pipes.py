@@ -44,7 +44,7 @@ class PipeState:
     """What other automata may read of one pipe. Written back by the pipe whenever it yields."""
 
     __slots__ = ("name", "q", "ring", "n_push", "n_deq", "free", "done", "busy", "stall", "idle",
-                 "s_waiting", "drain_waiting", "outstanding", "head", "gen", "on_done")
+                 "s_waiting", "drain_waiting", "outstanding", "head", "gen", "on_done", "first")
 
     def __init__(self, name: str, depth: int, t0: int) -> None:
         self.name = name
@@ -63,6 +63,7 @@ class PipeState:
         self.head = None               # the entry the pipe is blocked on, for diagnostics
         self.gen = None                # the pipe's automaton (generator)
         self.on_done = None            # GM bus callback for this pipe's transfers (MTE)
+        self.first = None              # start cycle of the pipe's first instruction (V only)
 
     @property
     def drained(self) -> bool:
@@ -99,6 +100,8 @@ def vector_pipe(core, P: PipeState):
                 break
             a = free if free > ti else ti
             if seg is not cs:
+                if not nd:
+                    P.first = a  # off the hot path: the first entry always opens a segment
                 if cs is not None:
                     _flush_span(cs, cs_end, nd - cs_k)
                 cs, cs_k, cs_end = seg, nd, 0
