@@ -163,9 +163,6 @@ class Core:
                 "stall_MTE2": M2.stall, "stall_MTE3": M3.stall, "n_records": self.n_records,
                 "first_V": V.first, "last_V": V.done if V.first is not None else None}
 
-    def spans(self) -> list[tuple]:
-        return [(self.cid, s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]) for s in self.segs if s[7]]
-
     def counter(self) -> Counter:
         return Counter({(phase, kind): n for phase, kinds in self.counts.items() for kind, n in kinds.items()})
 

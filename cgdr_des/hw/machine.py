@@ -23,6 +23,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+import numpy as np
 import simpy
 from simpy.core import EmptySchedule
 
@@ -55,7 +56,8 @@ class MachineRun:
     ``bytes`` the DMA or ScalarGm bytes. Labels come from the core's last Tag ("" and -1 before
     any). Rows are grouped by the automaton that produced them, each in start order.
 
-    ``spans``: one tuple per Tag segment per core that has ops (:data:`SPAN_COLUMNS`): start = min
+    ``span_columns`` (and, as tuples, ``spans``): one entry per Tag segment per core that has ops
+    (:data:`SPAN_COLUMNS`, one numpy column each): start = min
     start, end = max end of its ops, n_ops. ``cores``: one dict per core (:data:`CORE_KEYS`):
     ``finish`` = the core's last end; ``busy_X`` = union of X's work intervals (whole instructions,
     ``flag_cycles`` of each flag, barriers and waits excluded); ``stall_S`` = cycles the scalar unit
@@ -69,13 +71,19 @@ class MachineRun:
     """
 
     ops: list[tuple]
-    spans: list[tuple]
+    span_columns: dict
     cores: list[dict]
     counts: list[Counter]
     makespan: int
     gm_bytes_read: int
     gm_bytes_written: int
     profile: Profile = field(repr=False)
+
+    @property
+    def spans(self) -> list[tuple]:
+        """The spans as tuples in :data:`SPAN_COLUMNS` order (python ints; built on each access)."""
+        cols = [self.span_columns[name].tolist() for name in SPAN_COLUMNS]
+        return list(zip(*cols, strict=True))
 
 
 class Machine:
@@ -117,14 +125,26 @@ class Machine:
             for core in cores:
                 core.release()
         stats = [c.stats() for c in cores]
-        spans: list[tuple] = []
-        for c in cores:  # one core at a time, freeing its mutable segments: big runs have millions
-            spans.extend(c.spans())
-            c.segs.clear()
-        return MachineRun(ops=rows, spans=spans, cores=stats,
+        return MachineRun(ops=rows, span_columns=_span_columns(cores), cores=stats,
                           counts=[c.counter() for c in cores], makespan=max(s["finish"] for s in stats),
                           gm_bytes_read=sum(c.gm_read for c in cores),
                           gm_bytes_written=sum(c.gm_written for c in cores), profile=self.profile)
+
+
+def _span_columns(cores: list[Core]) -> dict:
+    """Every core's spans as one numpy column per SPAN_COLUMNS name (phase as str objects), built core
+    by core while freeing the mutable segments: a million-token run has millions of spans and
+    cannot afford them as lists, tuples and frame at once."""
+    cols: dict[str, list] = {name: [] for name in SPAN_COLUMNS}
+    for c in cores:
+        segs = [s for s in c.segs if s[7]]
+        cols["core"].append(np.full(len(segs), c.cid, dtype=np.int64))
+        cols["phase"].append(np.array([s[0] for s in segs], dtype=object))
+        for i, name in enumerate(SPAN_COLUMNS[2:], start=1):
+            cols[name].append(np.fromiter((s[i] for s in segs), dtype=np.int64, count=len(segs)))
+        del segs
+        c.segs.clear()
+    return {name: np.concatenate(parts) if parts else np.zeros(0, np.int64) for name, parts in cols.items()}
 
 
 def _run_until_error(env: simpy.Environment, errors: list) -> None:

@@ -56,7 +56,8 @@ def build_result(run: Any, assignment: Sequence[Sequence[Any]], *, meta: dict[st
                  outputs: dict[str, np.ndarray | None] | None, scenario: Any = None,
                  tiling: Any = None) -> Result:
     """Frames, summary and provenance of one run (see the module docstring for every column)."""
-    spans = spans_frame(run.spans)
+    columns = getattr(run, "span_columns", None)  # the machine's columnar spans; tuples otherwise
+    spans = spans_frame(run.spans) if columns is None else spans_frame_from_columns(columns)
     items = items_frame(assignment, spans)
     cores = cores_frame(run.cores, items)
     meta = {**meta, "clock_mhz": float(clock_mhz)}
@@ -79,6 +80,12 @@ def _records_frame(rows: Sequence[tuple], columns: Sequence[str]) -> pd.DataFram
 
 def spans_frame(spans: Sequence[tuple]) -> pd.DataFrame:
     return _records_frame(spans, SPAN_COLUMNS)
+
+
+def spans_frame_from_columns(columns: dict) -> pd.DataFrame:
+    """The same frame from one array per SPAN_COLUMNS name (what the machine returns)."""
+    return pd.DataFrame({name: pd.Categorical(columns[name]) if name in _TEXT else columns[name]
+                         for name in SPAN_COLUMNS})
 
 
 def ops_frame(ops: Sequence[tuple], spans: pd.DataFrame) -> pd.DataFrame:
