@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from cgdr_des.errors import KernelDiagnostic
-from cgdr_des.isa import AllocTensor, DataCopyExtParams, DataCopyParams, DeQue, EnQue, FreeTensor, Scalar
+from cgdr_des.isa import AllocTensor, DataCopyExtParams, DataCopyParams, DeQue, Dma, EnQue, FreeTensor, Scalar
 from cgdr_des.kernel import chunk_math as cm
 from cgdr_des.kernel.emit import (
     ALU,
@@ -104,14 +104,7 @@ def load_state_tile(core, ch, v_i: int, cv: int, out: list) -> None:
     out += [vec("Duplicate", sK * V, s0), PB_V]
     gm = core.launch.gm
     if ch.c > 0:
-        out.append(PB_ALL)
-        fetch_sync(out, "V_MTE2")
-        ws = ((ch.b * sh.nv + ch.head) * sh.dk) * sh.ws_stride_v + v_i
-        params = DataCopyParams(1, cv8 // 8, 0, 0)
-        for d in range(sh.dk):
-            out.append(dma_in(cv8 * 4, params, gm.addr("workspace", ws + d * sh.ws_stride_v), s0 + 4 * d * V))
-        out.append(PB_ALL)
-        fetch_sync(out, "MTE2_V")
+        _workspace_rows(core, ch, v_i, cv, "GM2UB", out)
         return
     base = (ch.b * sh.nv + ch.head) * sh.dk * sh.dv
     for v in range(cv):
@@ -227,7 +220,7 @@ def update_and_write_state(core, ch, v_i: int, cv: int, out: list) -> None:
         if ch.is_last:
             _final_state_records(core, ch, v_i, cv, out)
         else:
-            _workspace_store_records(core, ch, v_i, cv, out)
+            _workspace_rows(core, ch, v_i, cv, "UB2GM", out)
 
 
 def _exp_args(core, ch) -> np.ndarray:
@@ -281,17 +274,21 @@ def _update_state_records(core, ch, out: list) -> None:
                     vec("Axpy", V, s0 + 4 * d * V, v0 + 4 * i * V), PB_V]
 
 
-def _workspace_store_records(core, ch, v_i: int, cv: int, out: list) -> None:
+def _workspace_rows(core, ch, v_i: int, cv: int, direction: str, out: list) -> None:
+    """The dk row DataCopy calls between stateInFp32 and the FP32 workspace, {1, ceil8(cv)/8, 0, 0}
+    each, bracketed by PipeBarrier<ALL> and the fetched-event flags: Step 3 reads them back (GM2UB,
+    V->MTE2 then MTE2->V), Step 7 writes them (UB2GM, V->MTE3 then MTE3->MTE2 for the next read)."""
     sh, V = core.shape, core.v_aligned
     cv8, s0, gm = ceil_align(cv, 8), core.ub("stateInFp32"), core.launch.gm
+    before, after = ("V_MTE2", "MTE2_V") if direction == "GM2UB" else ("V_MTE3", "MTE3_MTE2")
     out.append(PB_ALL)
-    fetch_sync(out, "V_MTE3")
+    fetch_sync(out, before)
     ws = ((ch.b * sh.nv + ch.head) * sh.dk) * sh.ws_stride_v + v_i
     params = DataCopyParams(1, cv8 // 8, 0, 0)
     for d in range(sh.dk):
-        out.append(dma_out(cv8 * 4, params, gm.addr("workspace", ws + d * sh.ws_stride_v), s0 + 4 * d * V))
+        out.append(Dma(direction, cv8 * 4, params, gm.addr("workspace", ws + d * sh.ws_stride_v), s0 + 4 * d * V))
     out.append(PB_ALL)
-    fetch_sync(out, "MTE3_MTE2")
+    fetch_sync(out, after)
 
 
 def _final_state_records(core, ch, v_i: int, cv: int, out: list) -> None:
