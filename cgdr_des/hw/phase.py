@@ -102,7 +102,6 @@ class PhaseCompiler:
         self.dcache = DataCache(profile.dcache_line_bytes, profile.dcache_bytes)
         self.compiled_runs = 0
         self.kept_runs = 0
-        self._timed: dict[tuple, TimedMacro] = {}
 
     def compile(self, records: list) -> list:
         out, run = [], []
@@ -134,14 +133,10 @@ class PhaseCompiler:
             if len(run) >= 2:
                 self.kept_runs += 1
             return run
-        key = tuple(run)  # records are values: an identical run (same ops, same addresses) times the same
-        m = self._timed.get(key)
-        if m is None:
-            try:
-                m = self.macro(run)
-            except KernelDiagnostic:
-                self.kept_runs += 1
-                return run
-            self._timed[key] = m
+        try:
+            m = self.macro(run)
+        except KernelDiagnostic:
+            self.kept_runs += 1
+            return run
         self.compiled_runs += 1
         return [m]

@@ -78,8 +78,9 @@ def _phase_records(core: CoreState, name: str, run, sig: tuple) -> list:
 
 
 def _chunk_phases(core: CoreState, ch: ChunkInfo) -> Iterator[Record]:
-    """Phases 1-5 (ProcessChunk / ProcessChunkVTile before the V-tile loop)."""
-    sig = (ch.L, ch.c == 0, ch.is_last)
+    """Phases 1-5 (ProcessChunk / ProcessChunkVTile before the V-tile loop): their records depend
+    on the chunk length only (their signature)."""
+    sig = (ch.L,)
     for name, fn in CHUNK_PHASES:
         if name == "P3.5_QCache" and not phases.can_cache_attn_query(core, ch.L):
             continue
@@ -101,10 +102,19 @@ def _one_vtile(core: CoreState, ch: ChunkInfo, vt: int) -> Iterator[Record]:
         ("S6b_WriteOut", lambda o: vtile.write_attn_tile_to_gm(core, ch, v_i, cv, o)),
         ("S7_UpdateState", lambda o: vtile.update_and_write_state(core, ch, v_i, cv, o)),
     )
-    sig = (ch.L, ch.c == 0, ch.is_last, v_i, cv)
     for name, fn in steps:
         yield Tag(name, ch.b, ch.head, vt, ch.c)
-        yield from _phase_records(core, name, fn, sig)
+        yield from _phase_records(core, name, fn, _step_signature(name, ch, v_i, cv))
+
+
+def _step_signature(name: str, ch: ChunkInfo, v_i: int, cv: int) -> tuple:
+    """What a V-tile step's records depend on: the chunk length and the tile, plus whether the state
+    comes from initial_state (Step 3 at c == 0) or goes to final_state (Step 7 at the last chunk)."""
+    if name == "S3_LoadState":
+        return (ch.L, v_i, cv, ch.c == 0)
+    if name == "S7_UpdateState":
+        return (ch.L, v_i, cv, ch.is_last)
+    return (ch.L, v_i, cv)
 
 
 def process_item(core: CoreState, b: int, h: int, seq0: int, seq1: int, vt: int | None) -> Iterator[Record]:
