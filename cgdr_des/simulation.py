@@ -77,7 +77,7 @@ def run_launch(launch, prof, *, policy, fidelity, meta=None, progress=None, scen
 
         launch.compiler = PhaseCompiler(prof)
     programs = [core_program(launch, i, assigned=assigned, on_item=on_item)
-                for i, assigned in enumerate(core_assignments(launch, policy))]
+                for i, assigned in enumerate(core_assignments(launch, policy, assignment))]
     run = Machine(prof, keep_ops=keep_ops).run(programs)
     if progress is not None:
         progress(total, total)

@@ -59,13 +59,17 @@ def make_launch(shape: Shape, lengths, g, tensors: dict | None, *, numerics="ker
                   **tensors)
 
 
-def core_assignments(launch: Launch, policy: str) -> list[set | None]:
-    """Per core, the item keys a non-greedy policy gives it (None: the kernel's own greedy scan)."""
+def core_assignments(launch: Launch, policy: str, assignment: list | None = None) -> list[set | None]:
+    """Per core, the item keys a non-greedy policy gives it (None: the kernel's own greedy scan).
+
+    ``assignment`` (per core, WorkItems from dispatch.assign_items) is computed when not given.
+    """
     if policy == "greedy":
         return [None] * launch.block_dim
-    per_core = assign_items(launch.lengths, launch.shape.nv, launch.shape.dv, launch.tiling.v_step,
-                            launch.block_dim, policy)
-    return [{(it.batch, it.head, it.vtile) for it in items} for items in per_core]
+    if assignment is None:
+        assignment = assign_items(launch.lengths, launch.shape.nv, launch.shape.dv, launch.tiling.v_step,
+                                  launch.block_dim, policy)
+    return [{(it.batch, it.head, it.vtile) for it in items} for items in assignment]
 
 
 def count_records(records: Iterable, counts: Counter) -> None:
