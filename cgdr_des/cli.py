@@ -159,7 +159,9 @@ def _compare_table(results: dict):
 
     cols = ["makespan_cycles", "makespan_us", "imbalance", "finish_p99_cycles", "util_S", "util_V",
             "util_MTE2", "util_MTE3"]
-    rows = [{"buffer_num": bn, **res.summary.iloc[0][cols].to_dict()} for bn, res in results.items()]
+    # vStep shows what the extra out-queue buffer cost: the host gives tmpBuff that much less UB
+    rows = [{"buffer_num": bn, "v_step": res.meta.get("v_step"), **res.summary.iloc[0][cols].to_dict()}
+            for bn, res in results.items()]
     table = pd.DataFrame(rows)
     table["speedup"] = table["makespan_cycles"].iloc[0] / table["makespan_cycles"]
     return table
