@@ -169,3 +169,20 @@ def test_results_round_trip_through_parquet(rep_result, tmp_path):
 
     frames = read_frames(tmp_path)
     assert frames["summary"]["makespan_cycles"][0] == rep_result.summary.makespan_cycles[0]
+
+
+def test_double_buffer_without_its_host_accounting_is_a_ub_diagnostic():
+    """BUFFER_NUM=2 on the device with the host still deducting one out-queue buffer (notes/kernel.md
+    §7.4): the machine reports the UB over-allocation instead of simulating it."""
+    from cgdr_des.errors import KernelDiagnostic
+    from cgdr_des.hw import Machine
+    from cgdr_des.kernel.functional import make_launch
+    from cgdr_des.kernel.launch import Shape
+    from cgdr_des.kernel.program import core_program
+
+    prof = cgdr_des.hw.load_profile("atlas-300i-duo")
+    launch = make_launch(Shape(1, 64, 1, 1, 128, 128, 0.088, True), [64], None, None, numerics="off",
+                         buffer_num=2, host_queue_buffers=1)
+    assert launch.tiling.ub_overflow_bytes > 0
+    with pytest.raises(KernelDiagnostic, match="UB"):
+        Machine(prof).run([core_program(launch, 0)])
