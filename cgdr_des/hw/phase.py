@@ -21,7 +21,7 @@ the run began; the run's V work starts only when V has finished issuing what cam
 with the previous run's last latency); ScalarGm hits and misses are those of the compiler's own
 data cache, carried from one isolated run to the next in the order the runs are first compiled (the
 program order of the first chunk with each signature), so a phase re-reading lines an earlier phase
-read (beta, g, uncached Q) hits as it does at ``instr`` fidelity. A run
+read hits as it does at ``instr`` fidelity. A run
 whose flags are not balanced within it (a set consumed, or a wait satisfied, outside the run) or
 that cannot be timed alone (a diagnostic) is kept explicit, so it is timed exactly; so is a run of
 a single record.
