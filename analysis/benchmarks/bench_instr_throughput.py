@@ -11,8 +11,9 @@ yardstick for "no SimPy event per instruction". Patterns (one core, synthetic, l
   pattern; run with flag_double_set="counter" because the scalar unit sets S_V again before V has
   consumed the previous set, which the default policy reports).
 
-- ``kernel``: the real program of one core (the kernel layer's records for 4 chunks of one head,
-  L = 64, dk = dv = 128, numerics off), built into a list first so only the machine is timed;
+- ``kernel``: the real program of one core (the kernel layer's records for one 1024-token head:
+  16 chunks of L = 64, dk = dv = 128, numerics off, ~2.4 M records), built into a list first so
+  only the machine is timed;
 - ``kernel_e2e``: the same program pulled from the kernel's generator while it runs (what an
   ``instr`` simulation with numerics off does end to end).
 
@@ -60,7 +61,7 @@ def _kernel_program():
     from cgdr_des.kernel.launch import Shape
     from cgdr_des.kernel.program import core_program
 
-    launch = make_launch(Shape(1, 256, 1, 1, 128, 128, 0.088, False), [256], None, None, numerics="off")
+    launch = make_launch(Shape(1, 1024, 1, 1, 128, 128, 0.088, False), [1024], None, None, numerics="off")
     return core_program(launch, 0)
 
 

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import chain
 
-from cgdr_des.isa import Record, Tag
+from cgdr_des.isa import AllocEventID, Dma, FetchEventID, Record, ReleaseEventID, Scalar, ScalarGm, Tag
 from cgdr_des.kernel import phases, vtile
 from cgdr_des.kernel.dispatch import BlockScan, compute_avgload
 from cgdr_des.kernel.emit import ALU, gm_load, scalar
@@ -53,29 +53,40 @@ CHUNK_PHASES = (
 def _phase_records(core: CoreState, name: str, run, sig: tuple) -> list:
     """One phase's records after its numbers are computed.
 
-    At ``instr`` fidelity (no compiler) they are built afresh. At ``phase`` fidelity the first
+    A phase's record structure depends on nothing but its signature, its GM addresses and (Step 7)
+    the arguments of ScalarExp. At ``instr`` fidelity a phase whose records carry none of those
+    (no ScalarGm, DMA or fetched event: the UB-only phases 3, 4, 5 and steps 2, 4, 6) is built once
+    per signature and reused exactly; the others are built afresh. At ``phase`` fidelity the first
     occurrence of a signature is built and handed to the compiler (which times its scalar+vector
-    runs once and replaces them by Macro records); later occurrences only compute their numbers and
-    reuse the compiled list. A phase's record structure depends on nothing but its signature; what
-    the reuse loses is the exact GM addresses (DMA alignment, data-cache lines) and the argument of
-    each ScalarExp, both of which are those of the signature's first occurrence.
+    runs once and replaces them by Macro records) and later occurrences reuse the compiled list:
+    what that loses is the exact GM addresses (DMA alignment, data-cache lines) and the ScalarExp
+    arguments of later occurrences.
     """
-    compiler = core.launch.compiler
-    if compiler is None:
-        out: list = []
-        run(out)
-        return out
     key = (name, *sig)
-    compiled = core.launch.phase_cache.get(key)
-    if compiled is None:
-        out = []
-        run(out)
-        compiled = core.launch.phase_cache[key] = compiler.compile(out)
-    elif core.numerics != "off":
-        core.emit = False
-        run([])
-        core.emit = True
-    return compiled
+    cached = core.launch.phase_cache.get(key)
+    if cached is not None:
+        if core.numerics != "off":
+            core.emit = False
+            run([])
+            core.emit = True
+        return cached
+    out: list = []
+    run(out)
+    compiler = core.launch.compiler
+    if compiler is not None:
+        out = core.launch.phase_cache[key] = compiler.compile(out)
+    elif _reusable(out):
+        core.launch.phase_cache[key] = out
+    return out
+
+
+#: Records that differ between occurrences of one signature (addresses, run-time event ids).
+_PER_OCCURRENCE = frozenset((ScalarGm, Dma, FetchEventID, AllocEventID, ReleaseEventID))
+
+
+def _reusable(records: list) -> bool:
+    """No GM address, fetched event or data-dependent ScalarExp cost among ``records``."""
+    return not any(type(r) in _PER_OCCURRENCE or (type(r) is Scalar and r.kind == "exp") for r in records)
 
 
 def _chunk_phases(core: CoreState, ch: ChunkInfo) -> Iterator[list]:
