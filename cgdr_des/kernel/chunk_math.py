@@ -50,7 +50,6 @@ def recursive_attn(buf: np.ndarray, chunk_len: int) -> None:
     buf[low] = a[low]
 
 
-def tril_matmul(a: np.ndarray, b: np.ndarray, *, strict: bool = False) -> np.ndarray:
-    """``sum_{k<=i} a[i,k] b[k]`` (k < i if strict): a chain of Axpy rows from a zeroed row."""
-    lower = np.tril(a, -1 if strict else 0)
-    return lower @ b
+def tril_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``sum_{k<=i} a[i,k] b[k]``: a chain of Axpy rows from a zeroed row (a's upper part unread)."""
+    return np.tril(a) @ b

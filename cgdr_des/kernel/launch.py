@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from cgdr_des.kernel.dispatch import should_split_v_tiles
 from cgdr_des.kernel.gm import GmMap
-from cgdr_des.kernel.layout import init_local_buffers
+from cgdr_des.kernel.layout import device_overlap, init_local_buffers
 
 CHUNK_SIZE = 64  # kDefaultChunkSize
 NUMERICS = ("kernel", "exact", "off")
@@ -123,11 +124,9 @@ class CoreState:
         self.numerics = launch.numerics
         t = launch.tiling
         self.v_step = t.v_step
-        self.v_aligned = ceil_align(t.v_step, 8)  # vStepAligned_ (= avFp32)
+        self.v_aligned = t.v_step_aligned  # vStepAligned_ (= avFp32)
         self.split = should_split(launch)
-        overlap = self.v_step >= self.shape.dv or self.split
-        self.layout = init_local_buffers(t, overlap=overlap)
-        self.overlap = overlap
+        self.layout = init_local_buffers(t, overlap=device_overlap(t, launch.block_dim))
         self.tmp_base = self.layout.tmp_buff_offset
         self.out_queue_offset = self.layout.out_queue[0].offset
         self.views: dict[str, np.ndarray] = {}
@@ -147,5 +146,5 @@ class CoreState:
 
 
 def should_split(launch: Launch) -> bool:
-    """ShouldSplitVTiles (chunk_gated_delta_rule.h:239-240): realV_ > vStep_ && GetBlockNum() > NV_."""
-    return launch.shape.dv > launch.tiling.v_step and launch.block_dim > launch.shape.nv
+    """ShouldSplitVTiles with this launch's GetBlockNum() (see dispatch.should_split_v_tiles)."""
+    return should_split_v_tiles(launch.shape.dv, launch.tiling.v_step, launch.block_dim, launch.shape.nv)
