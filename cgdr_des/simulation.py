@@ -35,12 +35,13 @@ def _tensors(sc, lengths):
 def estimated_rows(launch, fidelity: str) -> int:
     """Order of magnitude of the ops rows a run produces: at ``instr`` ~2.3 L^2 + 6.6 L dk records per
     chunk and V-tile (notes/kernel.md §5.x), at ``phase`` ~100 (Macros, DMAs, flags, Tags)."""
-    sh, total = launch.shape, 0
-    tiles = ceil_div(sh.dv, launch.tiling.v_step)
-    for n in launch.lengths:
-        full, rest = divmod(int(n), 64)
-        for L in [64] * full + ([rest] if rest else []):
-            total += tiles * (100 if fidelity == "phase" else int(2.3 * L * L) + int(6.6 * L * sh.dk))
+    sh = launch.shape
+
+    def per_chunk(L: int) -> int:
+        return 100 if fidelity == "phase" else int(2.3 * L * L) + int(6.6 * L * sh.dk)
+
+    total = sum((n // 64) * per_chunk(64) + (per_chunk(n % 64) if n % 64 else 0) for n in map(int, launch.lengths))
+    total *= ceil_div(sh.dv, launch.tiling.v_step)
     return total * sh.nv
 
 
