@@ -6,11 +6,15 @@ that involve only the scalar unit and the vector pipe: Scalar, ScalarGm, VecOp, 
 SetFlag/WaitFlag of S_V, V_S, V_V with literal ids. Everything that synchronises with the MTE pipes
 or other cores (DMAs, TQue calls, event ids, other flags, PipeBarrier<MTE*|ALL>) stays explicit.
 
-Timing a run: the machine itself runs it alone on an idle core (same profile, fresh data cache) and
-the Macro records what happened relative to the scalar unit's first cycle: ``s_cycles`` (the scalar
-unit's busy + stall time through the run), ``v_start``/``v_end`` (first V start, last V end).
-``counts`` are the replaced records' ``(record_kind, n)``, a Scalar weighted by its count, so a
-phase run counts exactly what an ``instr`` run counts.
+Timing a run: what the machine gives it run alone on an idle core (same profile, the compiler's data
+cache), relative to the scalar unit's first cycle: ``s_cycles`` (the scalar unit's busy + stall time
+through the run), ``v_start``/``v_end`` (first V start, last V end). ``counts`` are the replaced
+records' ``(record_kind, n)``, a Scalar weighted by its count, so a phase run counts exactly what an
+``instr`` run counts. By default :class:`~cgdr_des.hw.compute_run.ComputeRunTimer` computes those
+numbers in one pass over the run, which also finds where the run ends and whether it is balanced;
+it is exact where it answers (see its module), and where it does not (a diagnostic, an unbalanced
+run) the data cache is put back and the machine decides as before. ``exact_machine=True`` always
+runs the machine (the reference the fast timer is tested against).
 
 The compiler emits :class:`TimedMacro`, a Macro that also carries how the run's time splits into
 busy and stalled cycles, so per-pipe utilisation agrees with ``instr`` (a plain Macro counts its
@@ -33,12 +37,11 @@ from collections import Counter
 from dataclasses import dataclass, replace
 
 from cgdr_des.errors import KernelDiagnostic
+from cgdr_des.hw.compute_run import COMPUTE_EVENTS, ComputeRunTimer, RunTiming
 from cgdr_des.hw.dcache import DataCache
 from cgdr_des.hw.machine import Machine
 from cgdr_des.hw.profile import Profile
 from cgdr_des.isa import Dma, Macro, PipeBarrier, Scalar, ScalarGm, SetFlag, VecOp, WaitFlag, record_kind
-
-_COMPUTE_EVENTS = ("S_V", "V_S", "V_V")
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,34 +92,45 @@ def is_compute(rec) -> bool:
     if t is PipeBarrier:
         return rec.pipe == "V"
     if t is SetFlag or t is WaitFlag:
-        return rec.event in _COMPUTE_EVENTS and type(rec.id) is int
+        return rec.event in COMPUTE_EVENTS and type(rec.id) is int
     return False
 
 
 class PhaseCompiler:
-    """Turns a phase's record list into one with its compute runs replaced by Macros."""
+    """Turns a phase's record list into one with its compute runs replaced by Macros.
 
-    def __init__(self, profile: Profile, name: str = "compute") -> None:
+    ``exact_machine=True`` times every run on the machine (the reference); by default the one-pass
+    timer does, with the machine as fallback, and both give the same records, counters and cache.
+    """
+
+    def __init__(self, profile: Profile, name: str = "compute", *, exact_machine: bool = False) -> None:
         self.profile, self.name = profile, name
         self.machine = Machine(profile, keep_ops=False)
         self.dcache = DataCache(profile.dcache_line_bytes, profile.dcache_bytes)
+        self.timer = None if exact_machine else ComputeRunTimer(profile)
         self.compiled_runs = 0
         self.kept_runs = 0
 
     def compile(self, records: list) -> list:
-        out, run = [], []
-        for rec in records:
-            if is_compute(rec):
-                run.append(rec)
-                continue
-            out.extend(self._replace(run))
-            run = []
-            out.append(rec)
-        out.extend(self._replace(run))
+        records = records if type(records) is list else list(records)
+        out = self._compile_machine(records) if self.timer is None else self._compile_fast(records)
         return merge_dma_runs(out)
 
     def macro(self, run: list) -> TimedMacro:
-        """Time ``run`` alone on an idle core; raises KernelDiagnostic if it cannot run alone."""
+        """Time ``run`` alone on an idle core; raises KernelDiagnostic if it cannot run alone.
+
+        Where the fast timer cannot answer, the data cache is put back and the machine answers, so
+        the numbers, the raise and the cache afterwards are always the machine's."""
+        if self.timer is not None:
+            saved = _save(self.dcache)
+            try:
+                return self._timed(self.timer.time(run, self.dcache))
+            except KernelDiagnostic:
+                _restore(self.dcache, saved)
+        return self.machine_macro(run)
+
+    def machine_macro(self, run: list) -> TimedMacro:
+        """:meth:`macro` by the machine itself."""
         result = self.machine.run([run], dcaches=[self.dcache])
         core, t0 = result.cores[0], self.profile.kernel_launch_cycles
         ran_v = core["first_V"] is not None
@@ -128,15 +142,75 @@ class PhaseCompiler:
         return TimedMacro(self.name, core["busy_S"] + core["stall_S"], v_start, v_end,
                           tuple(sorted(counts.items())), core["stall_S"], core["busy_V"], core["stall_V"])
 
+    def _compile_fast(self, records: list) -> list:
+        """Runs found and timed by the fast timer's scan; the records between them copied."""
+        out, i, n = [], 0, len(records)
+        while i < n:
+            if i + 1 < n and is_compute(records[i]) and is_compute(records[i + 1]):
+                i = self._compile_run(records, i, out)
+            else:           # a run of one record stays explicit, like any other record
+                out.append(records[i])
+                i += 1
+        return out
+
+    def _compile_run(self, records: list, i: int, out: list) -> int:
+        """Compile the run starting at ``records[i]`` (two records at least) into ``out``; returns
+        where it ends. If the timer cannot answer, the machine path decides on the unchanged cache."""
+        saved = _save(self.dcache)
+        try:
+            timing, j = self.timer.scan(records, i, self.dcache)
+        except KernelDiagnostic:
+            _restore(self.dcache, saved)
+            j = _run_end(records, i)
+            out.extend(self._replace(records[i:j]))
+            return j
+        self.compiled_runs += 1
+        out.append(self._timed(timing))
+        return j
+
+    def _timed(self, r: RunTiming) -> TimedMacro:
+        return TimedMacro(self.name, r.s_cycles, r.v_start, r.v_end, r.counts, r.s_stall, r.v_busy, r.v_stall)
+
+    def _compile_machine(self, records: list) -> list:
+        """Maximal compute runs cut by :func:`is_compute`, each handed to :meth:`_replace`."""
+        out, run = [], []
+        for rec in records:
+            if is_compute(rec):
+                run.append(rec)
+                continue
+            out.extend(self._replace(run))
+            run = []
+            out.append(rec)
+        out.extend(self._replace(run))
+        return out
+
     def _replace(self, run: list) -> list:
+        """``[Macro]`` timed by the machine, or ``run`` itself if it is short, unbalanced or diagnosed."""
         if len(run) < 2 or not balanced(run):
             if len(run) >= 2:
                 self.kept_runs += 1
             return run
         try:
-            m = self.macro(run)
+            m = self.machine_macro(run)
         except KernelDiagnostic:
             self.kept_runs += 1
             return run
         self.compiled_runs += 1
         return [m]
+
+
+def _run_end(records: list, i: int) -> int:
+    """Index of the first record at or after ``i`` that is not compute (``len(records)`` if none)."""
+    n = len(records)
+    while i < n and is_compute(records[i]):
+        i += 1
+    return i
+
+
+def _save(dcache: DataCache) -> tuple:
+    """What the data cache holds: its lines in LRU order and its hit / miss counters."""
+    return dcache.lines.copy(), dcache.hits, dcache.misses
+
+
+def _restore(dcache: DataCache, saved: tuple) -> None:
+    dcache.lines, dcache.hits, dcache.misses = saved

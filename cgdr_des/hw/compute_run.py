@@ -1,0 +1,314 @@
+"""Exact timing of a compute run (scalar unit + V pipe only) in one pass, without the machine.
+
+A compute run (:mod:`cgdr_des.hw.phase`) is made of Scalar, ScalarGm, VecOp, PipeBarrier<V> and
+SetFlag/WaitFlag of S_V, V_S, V_V with literal ids. :func:`time_compute_run` gives it the numbers the
+machine gives it alone on an idle core (:meth:`PhaseCompiler.macro`), scanning it once in program
+order with the scalar unit's clock and the V pipe's state in locals.
+
+Why one pass in program order is exact. The machine is a dataflow network (:mod:`cgdr_des.hw.core`):
+every cycle it computes is a ``max`` of its own clock and cycles stamped on what it consumed, so the
+order its automata run in does not change them. With only S and V, and every WaitFlag after its
+SetFlag in program order, each entry's times depend only on earlier entries:
+
+- V takes entries in hand-over order and its rules (:mod:`cgdr_des.hw.pipes`) read only V's own state
+  (free, done, the busy cover) and the entry's issue cycle, plus, for a WaitFlag, the fire cycle of
+  its set. That set comes earlier in program order: from S (S_V, already executed) or from V (V_S,
+  V_V, already processed). So V can process each entry the moment S hands it over.
+- S's full-queue stall reads the dequeue cycle of the entry ``queue_depth`` places back: already known
+  (kept in a ring of the last ``queue_depth`` dequeue cycles). S's WaitFlag<V_S> reads the fire cycle
+  of a V SetFlag handed over earlier: already known. Under ``flag_double_set = "stall"`` S's SetFlag
+  waits for the previous set's consume, by a WaitFlag handed over earlier: already known too.
+- ScalarGm goes through ``dcache`` in S's program order, as in the machine, so hits, misses and the
+  cache left behind are the same.
+- The double-set check (``flag_double_set = "diagnostic"``) compares, for consecutive sets k, k+1 of
+  one flag, set k+1's fire cycle with set k's consume cycle. The machine makes it at whichever of the
+  two events its automata reach second; here it is made at the same pair of events in program
+  order, so the same runs fail. A set V executes never fails it: the previous set's consume came
+  earlier in program order, by S (V_S), which hands the new set over no earlier, or by V itself (V_V),
+  free again only ``flag_cycles`` after it; so the set-side check is made for S's sets only.
+
+Reported as :meth:`~cgdr_des.hw.core.Core.stats` reports them, minus ``kernel_launch_cycles``:
+``s_cycles`` is S's last cycle (busy + stall), ``v_start`` the arrival of V's first entry, ``v_end``
+the latest end of anything V executed (both 0 if V ran nothing). ``counts`` are the
+:func:`~cgdr_des.isa.record_kind` tallies, a Scalar weighted by its count.
+
+A WaitFlag with no earlier set left to consume, a set never waited in the run (the run is not
+:func:`~cgdr_des.hw.phase.balanced`), a set under the ``stall`` policy while the previous set is
+still pending (the machine deadlocks), a record outside the compute subset when the whole run is
+asked for, and every record error the machine reports (unknown op, kind, event id, negative cost,
+ScalarExp of an infinite argument) raise KernelDiagnostic: the caller then falls back to the machine,
+which answers exactly (or reports it its own way). On a raise, ``dcache`` has seen the accesses made
+so far: a caller that falls back restores it first.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import NamedTuple
+
+from cgdr_des.errors import KernelDiagnostic
+from cgdr_des.hw.costs import scalar_exp_cycles, scalar_kind_cycles, vec_params
+from cgdr_des.hw.profile import Profile
+from cgdr_des.isa import PipeBarrier, Scalar, ScalarGm, SetFlag, VecOp, WaitFlag
+
+#: The HardEvents a compute run may use: S sets S_V and V waits it; V sets V_S and S waits it; V_V is V's.
+COMPUTE_EVENTS = ("S_V", "V_S", "V_V")
+_BAR, _SET, _WAIT = range(3)   # what V does with a barrier or flag S handed over
+
+
+class RunTiming(NamedTuple):
+    """A run's numbers as :class:`~cgdr_des.hw.phase.TimedMacro` holds them (cycles from S's start)."""
+
+    s_cycles: int
+    v_start: int
+    v_end: int
+    counts: tuple
+    s_stall: int
+    v_busy: int
+    v_stall: int
+
+
+class ComputeRunTimer:
+    """The profile's constants and cost tables, computed once for many runs."""
+
+    def __init__(self, profile: Profile) -> None:
+        p = profile
+        self.profile = p
+        self.consts = (p.kernel_launch_cycles, p.flag_cycles, p.vec_api_scalar_cycles, p.scalar_dispatch_cycles,
+                       p.queue_depth, p.event_ids_per_hard_event, p.flag_double_set == "stall",
+                       p.flag_double_set == "diagnostic", vec_params(p), scalar_kind_cycles(p),
+                       p.scalar_ub_load_cycles, p.scalar_ub_store_cycles, p.dcache_miss_cycles)
+
+    def time(self, run: list, dcache) -> RunTiming:
+        """The numbers of ``run`` (all compute records); KernelDiagnostic if it cannot be timed here."""
+        run = run if type(run) is list else list(run)
+        timing, stop = self.scan(run, 0, dcache)
+        if stop != len(run):
+            raise KernelDiagnostic(f"record #{stop} ({type(run[stop]).__name__}) is not a compute record")
+        return timing
+
+    def scan(self, records: list, start: int, dcache) -> tuple[RunTiming, int]:
+        """Time the maximal compute run beginning at ``records[start]``; returns (timing, end index).
+
+        One loop over the records, state in locals (it runs once per record of every compiled run).
+        Scalar work and VecOps are inline; a barrier or a flag V executes falls through to the
+        shared hand-over at the bottom with ``code``, the flag's pending sets ``pend`` and its
+        consume cycles ``cons``. WaitFlags are not counted: a run that ends without a raise is
+        balanced, so each event has as many waits as sets.
+        """
+        (t0, f, api, disp, depth, n_ids, stall_policy, diag_double, vp, kc, gm_ld, gm_st,
+         gm_miss) = self.consts
+        access, lines, line_bytes, hits = dcache.access, dcache.lines, dcache.line_bytes, 0
+        to_end = lines.move_to_end
+        t = free = done = cov = t0
+        s_stall = v_busy = v_stall = n_vec = n_bar = n_ld = n_st = n_sv = n_vs = n_vv = 0
+        first = None
+        ring = deque([t0] * depth, maxlen=depth)    # dequeue cycles of the last ``depth`` V entries
+        ring_append = ring.append
+        (sv_pend, sv_cons), (vs_pend, vs_cons), (vv_pend, vv_cons) = (_flag_state(n_ids) for _ in range(3))
+        scalar_n: dict[str, int] = {}
+        scalar_get = scalar_n.get
+        it = iter(records)
+        it.__setstate__(start)      # a list iterator from ``start``: its length hint tells where a break was
+        stop = len(records)
+        try:
+            for rec in it:
+                typ = type(rec)
+                if typ is Scalar:
+                    k, n = rec.kind, rec.count
+                    c = kc.get(k)
+                    c = c * n if c is not None else _exp_cycles(rec, self.profile)
+                    if c < 0:
+                        raise KernelDiagnostic(f"Scalar count {n!r} is negative")
+                    scalar_n[k] = scalar_get(k, 0) + n
+                    t += c
+                    continue
+                if typ is ScalarGm:
+                    # DataCache.access's hit on one line, inline (most accesses); anything else goes through it
+                    addr, nb = rec.addr, rec.nbytes
+                    line, off = divmod(addr, line_bytes)
+                    if off + nb <= line_bytes and line in lines:
+                        to_end(line)
+                        hits += 1
+                        hit = True
+                    else:
+                        hit = access(addr, nb)
+                    if rec.store:
+                        n_st += 1
+                        t += gm_st if hit else gm_miss
+                    else:
+                        n_ld += 1
+                        t += gm_ld if hit else gm_miss
+                    continue
+                if typ is VecOp:
+                    try:
+                        w, cpr, lat = vp[rec.dtype][rec.op]
+                    except KeyError:
+                        raise KernelDiagnostic(f"VecOp {rec.op!r} / {rec.dtype!r} has no cost") from None
+                    n = rec.n
+                    iss = (-(-n // w) if n > w else 1) * cpr
+                    t += api
+                    tf = ring[0]
+                    if tf > t:
+                        s_stall += tf - t
+                        t = tf
+                    t += disp
+                    a = free if free > t else t
+                    if first is None:
+                        first = a
+                    end = a + iss + lat
+                    free = a + iss
+                    if a >= cov:
+                        v_busy += end - a
+                        cov = end
+                    elif end > cov:
+                        v_busy += end - cov
+                        cov = end
+                    ring_append(a)
+                    if end > done:
+                        done = end
+                    n_vec += 1
+                    continue
+                if typ is SetFlag:
+                    ev, rid = rec.event, rec.id
+                    if ev == "S_V":
+                        pl, cons = sv_pend, sv_cons
+                    elif ev == "V_S":
+                        pl, cons, code = vs_pend, vs_cons, _SET
+                    elif ev == "V_V":
+                        pl, cons, code = vv_pend, vv_cons, _SET
+                    else:
+                        stop = len(records) - it.__length_hint__() - 1
+                        break
+                    if type(rid) is not int:
+                        stop = len(records) - it.__length_hint__() - 1
+                        break
+                    if not 0 <= rid < n_ids:
+                        raise KernelDiagnostic(f"{ev}: event id {rid} outside 0..{n_ids - 1}")
+                    pend = pl[rid]
+                    if pl is sv_pend:       # S sets S_V itself
+                        n_sv += 1
+                        if stall_policy:
+                            if pend:
+                                raise KernelDiagnostic(f"SetFlag<{ev}>({rid}) waits for a set not waited before it")
+                            if cons[rid] > t:
+                                s_stall += cons[rid] - t
+                                t = cons[rid]
+                        t += f
+                        if diag_double and not pend and t < cons[rid]:
+                            raise KernelDiagnostic(f"SetFlag<{ev}>({rid}) fires while the flag is still set")
+                        pend.append(t)
+                        continue
+                    if pl is vs_pend:
+                        n_vs += 1
+                    else:
+                        n_vv += 1
+                elif typ is WaitFlag:
+                    ev, rid = rec.event, rec.id
+                    if ev == "S_V":
+                        pl, cons, code = sv_pend, sv_cons, _WAIT
+                    elif ev == "V_S":
+                        pl, cons = vs_pend, vs_cons
+                    elif ev == "V_V":
+                        pl, cons, code = vv_pend, vv_cons, _WAIT
+                    else:
+                        stop = len(records) - it.__length_hint__() - 1
+                        break
+                    if type(rid) is not int:
+                        stop = len(records) - it.__length_hint__() - 1
+                        break
+                    if not 0 <= rid < n_ids:
+                        raise KernelDiagnostic(f"{ev}: event id {rid} outside 0..{n_ids - 1}")
+                    pend = pl[rid]
+                    if not pend:
+                        raise KernelDiagnostic(f"WaitFlag<{ev}>({rid}) has no earlier SetFlag in the run")
+                    if pl is vs_pend:       # S waits V_S itself
+                        c = pend.popleft()
+                        if t > c:
+                            c = t
+                        if pend and diag_double and pend[0] < c:
+                            raise KernelDiagnostic(f"SetFlag<{ev}>({rid}) fires while the flag is still set")
+                        cons[rid] = c
+                        s_stall += c - t
+                        t = c + f
+                        continue
+                elif typ is PipeBarrier and rec.pipe == "V":
+                    code = _BAR
+                    n_bar += 1
+                else:
+                    stop = len(records) - it.__length_hint__() - 1
+                    break
+                # hand-over of a barrier or a V-side flag to V (no mask set-up), and V executing it
+                tf = ring[0]
+                if tf > t:
+                    s_stall += tf - t
+                    t = tf
+                t += disp
+                a = free if free > t else t
+                if first is None:
+                    first = a
+                if code == _BAR:
+                    end = free = done if done > a else a
+                    v_stall += end - a
+                    ring_append(end)
+                elif code == _SET:     # no double-set check: see the module docstring
+                    end = (done if done > a else a) + f
+                    pend.append(end)
+                    free = a + f
+                    if end > cov:
+                        v_busy += end - (end - f if end - f > cov else cov)
+                        cov = end
+                    ring_append(a)
+                else:
+                    c = pend.popleft()
+                    if a > c:
+                        c = a
+                    if pend and diag_double and pend[0] < c:
+                        raise KernelDiagnostic(f"SetFlag<{ev}>({rid}) fires while the flag is still set")
+                    cons[rid] = c
+                    v_stall += c - a
+                    end = free = c + f
+                    if end > cov:
+                        v_busy += end - (c if c > cov else cov)
+                        cov = end
+                    ring_append(end)
+                if end > done:
+                    done = end
+        finally:
+            dcache.hits += hits
+        if any(sv_pend) or any(vs_pend) or any(vv_pend):
+            raise KernelDiagnostic("a SetFlag of the run is not waited in it")
+        counts = _counts(scalar_n, n_vec, n_bar, n_ld, n_st, {"S_V": n_sv, "V_S": n_vs, "V_V": n_vv})
+        if first is None:
+            return RunTiming(t - t0, 0, 0, counts, s_stall, 0, 0), stop
+        return RunTiming(t - t0, first - t0, done - t0, counts, s_stall, v_busy, v_stall), stop
+
+
+def time_compute_run(run: list, profile: Profile, dcache) -> RunTiming:
+    """One-off :meth:`ComputeRunTimer.time` (a compiler keeps one timer for all its runs)."""
+    return ComputeRunTimer(profile).time(run, dcache)
+
+
+def _exp_cycles(rec, profile: Profile) -> int:
+    if rec.kind != "exp":
+        raise KernelDiagnostic(f"Scalar kind {rec.kind!r} has no cost")
+    try:
+        return rec.count * scalar_exp_cycles(rec.arg, profile.scalar_alu_cycles, profile.scalar_div_cycles)
+    except ValueError as exc:
+        raise KernelDiagnostic(f"Scalar exp(arg={rec.arg}): {exc}") from None
+
+
+def _flag_state(n_ids: int) -> tuple[list, list]:
+    """Per id of one event: the fire cycles of sets not yet consumed, and the last consume cycle."""
+    return [deque() for _ in range(n_ids)], [-1] * n_ids
+
+
+def _counts(scalar_n: dict, n_vec: int, n_bar: int, n_ld: int, n_st: int, n_sets: dict) -> tuple:
+    """``(record_kind, n)`` pairs, sorted, as a Counter over the run gives them: a Scalar weighted by
+    its count (so a kind seen only with count 0 is there with 0), other kinds only if present, and
+    as many waits as sets of each event (the run is balanced)."""
+    out = {"scalar_" + k: n for k, n in scalar_n.items()}
+    pairs = [("vec", n_vec), ("barrier_V", n_bar), ("scalar_gm_load", n_ld), ("scalar_gm_store", n_st)]
+    pairs += [(side + ev, n) for ev, n in n_sets.items() for side in ("set_", "wait_")]
+    out.update((key, n) for key, n in pairs if n)
+    return tuple(sorted(out.items()))
