@@ -8,6 +8,7 @@ the same numbers the functional run computes, since both pull the same programs.
 from __future__ import annotations
 
 from cgdr_des.hw import Machine, load_profile
+from cgdr_des.kernel.batched import compute_numbers
 from cgdr_des.kernel.dispatch import assign_items, compute_avgload
 from cgdr_des.kernel.functional import core_assignments, make_launch
 from cgdr_des.kernel.launch import Shape, ceil_div, should_split
@@ -60,8 +61,14 @@ def simulate(scenario, *, progress=None):
                       progress=progress, scenario=sc)
 
 
-def run_launch(launch, prof, *, policy, fidelity, meta=None, progress=None, scenario=None):
-    """Time one launch on the machine and build the Result (shared by simulate and the op API)."""
+def run_launch(launch, prof, *, policy, fidelity, meta=None, progress=None, scenario=None, batched_numbers=True):
+    """Time one launch on the machine and build the Result (shared by simulate and the op API).
+
+    At ``phase`` fidelity the outputs come from the head-batched pass (kernel/batched.py: the same
+    phase functions, bit-identical numbers) and the programs only emit records, since replayed
+    phases would otherwise spend most of the run in per-(head, chunk) numpy calls; at ``instr`` each
+    phase computes its numbers as the program reaches it. ``batched_numbers`` False forces the
+    latter at ``phase`` too (the tests compare the two)."""
     assignment = assign_items(launch.lengths, launch.shape.nv, launch.shape.dv, launch.tiling.v_step,
                               launch.block_dim, policy)
     total = sum(len(a) for a in assignment)
@@ -73,11 +80,14 @@ def run_launch(launch, prof, *, policy, fidelity, meta=None, progress=None, scen
             progress(started[0], total)
 
     keep_ops = estimated_rows(launch, fidelity) <= OPS_ROW_LIMIT
+    numbers_apart = fidelity == "phase" and batched_numbers and launch.numerics != "off"
     if fidelity == "phase":
         from cgdr_des.hw.phase import PhaseCompiler
 
         launch.compiler = PhaseCompiler(prof)
-    programs = [core_program(launch, i, assigned=assigned, on_item=on_item)
+    if numbers_apart:
+        compute_numbers(launch)
+    programs = [core_program(launch, i, numbers=not numbers_apart, assigned=assigned, on_item=on_item)
                 for i, assigned in enumerate(core_assignments(launch, policy, assignment))]
     run = Machine(prof, keep_ops=keep_ops).run(programs)
     if progress is not None:

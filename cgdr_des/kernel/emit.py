@@ -66,12 +66,26 @@ def fetch_sync(out: list, event: str) -> None:
     out.append(WaitFlag(event, h))
 
 
+_NEW = object.__new__
+_SET_ADDR, _SET_NBYTES, _SET_STORE = ScalarGm.addr.__set__, ScalarGm.nbytes.__set__, ScalarGm.store.__set__
+
+
 def gm_load(addr: int, nbytes: int) -> ScalarGm:
-    return ScalarGm(addr, nbytes, False)
+    """``ScalarGm(addr, nbytes, False)`` filled through its slots: a frozen dataclass's __init__ costs
+    3x more, and a chunk's first build makes ~50 000 of these (every address differs, so no cache)."""
+    rec = _NEW(ScalarGm)
+    _SET_ADDR(rec, addr)
+    _SET_NBYTES(rec, nbytes)
+    _SET_STORE(rec, False)
+    return rec
 
 
 def gm_store(addr: int, nbytes: int) -> ScalarGm:
-    return ScalarGm(addr, nbytes, True)
+    rec = _NEW(ScalarGm)
+    _SET_ADDR(rec, addr)
+    _SET_NBYTES(rec, nbytes)
+    _SET_STORE(rec, True)
+    return rec
 
 
 def dma_in(nbytes: int, params: DataCopyParams, gm_addr: int, ub_addr: int) -> Dma:

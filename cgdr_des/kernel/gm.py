@@ -27,6 +27,12 @@ class GmMap:
     def addr(self, name: str, index: int) -> int:
         return self.base[name] + index * ELEMENT_BYTES[name]
 
+    def addrs(self, name: str, index: int, n: int) -> range:
+        """Byte addresses of elements ``index .. index + n - 1``."""
+        eb = ELEMENT_BYTES[name]
+        first = self.base[name] + index * eb
+        return range(first, first + n * eb, eb)
+
 
 def build_gm_map(*, t: int, nk: int, nv: int, dk: int, dv: int, batch: int, workspace_bytes: int) -> GmMap:
     sizes = {

@@ -110,18 +110,24 @@ class Launch:
 class CoreState:
     """One AIV's view of the launch: its block index, UB buffers and the Init members.
 
-    ``ub`` is the tmpBuff TBuf as one flat array of 4-byte elements; every named buffer is a view of
-    it at InitLocalBuffers' offset, so the chunkScores/stateIn overlap is real aliasing, exactly as on
-    the core (Step 3's Duplicate really destroys A).
+    ``flat`` is the tmpBuff TBuf as rows of 4-byte elements, one row per *lane*; every named buffer is a
+    view of it at InitLocalBuffers' offset, so the chunkScores/stateIn overlap is real aliasing, exactly
+    as on the core (Step 3's Duplicate really destroys A). A core of the program has one lane; the
+    head-batched numbers (batched.py) run the same phase functions on one lane per head. ``numbers``
+    False: the program emits its records and computes nothing (the numbers are computed elsewhere).
     """
 
-    def __init__(self, launch: Launch, block_idx: int, *, emit: bool = True):
+    def __init__(self, launch: Launch, block_idx: int, *, emit: bool = True, numbers: bool = True,
+                 heads: np.ndarray | None = None):
         self.launch = launch
         self.shape = launch.shape
         self.tiling = launch.tiling
         self.block_idx = block_idx
         self.emit = emit
-        self.numerics = launch.numerics
+        self.numerics = launch.numerics if numbers else "off"
+        #: None: one lane, the chunk's own head; else the value heads computed side by side (batched.py)
+        self.heads = heads
+        self._lanes = None if heads is None else self._batch_lanes()
         t = launch.tiling
         self.v_step = t.v_step
         self.v_aligned = t.v_step_aligned  # vStepAligned_ (= avFp32)
@@ -137,12 +143,28 @@ class CoreState:
         """Absolute UB byte address of element ``elem`` (4-byte) of tmpBuff buffer ``name``."""
         return self.layout.buffers[name].offset + 4 * elem
 
+    def lanes(self, ch) -> tuple:
+        """Indexers of the value heads and the q/k heads whose numbers this core computes for chunk ``ch``
+        (a slice of one head, or the batched heads; each keeps its axis)."""
+        if self.heads is None:
+            return slice(ch.head, ch.head + 1), slice(ch.qk_head, ch.qk_head + 1)
+        return self._lanes
+
+    def _batch_lanes(self) -> tuple:
+        """Slices where the heads are all of them (no gather), else index arrays."""
+        heads, per = self.heads, self.shape.nv_per_nk
+        everyone = len(heads) == self.shape.nv and np.array_equal(heads, np.arange(self.shape.nv))
+        hv = slice(None) if everyone else heads
+        hk = slice(None) if everyone and per == 1 else heads // per
+        return hv, hk
+
     def _carve_views(self) -> None:
-        flat = np.zeros(self.tiling.ub_rest_bytes // 4, dtype=self.launch.ft)
+        n_lanes = 1 if self.heads is None else len(self.heads)
+        flat = np.zeros((n_lanes, self.tiling.ub_rest_bytes // 4), dtype=self.launch.ft)
         self.flat = flat
         for name, buf in self.layout.buffers.items():
             start = (buf.offset - self.tmp_base) // 4
-            self.views[name] = flat[start:start + buf.elements]
+            self.views[name] = flat[:, start:start + buf.elements]
 
 
 def should_split(launch: Launch) -> bool:

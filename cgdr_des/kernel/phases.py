@@ -2,7 +2,9 @@
 
 Each function mirrors one kernel function (chunk_gated_delta_rule.h at 00e39ab5; anchors from the
 seed notes and notes/kernel.md §5). It (a) computes its numbers on the core's UB views unless
-numerics is ``off`` and (b) appends its instruction records to ``out`` when the core emits.
+numerics is ``off`` and (b) appends its instruction records to ``out`` when the core emits. The UB
+views carry a leading *lane* axis (one lane on a core of the program, one per head in the
+head-batched numbers of batched.py), so every numeric line below indexes ``[:, rows, cols]``.
 ``ch`` is the ChunkInfo of program.py. Row strides: chunkK/kCumdecay aK, decayMask/scores cs,
 chunkV/attnOut V (vStepAligned_), stateIn V.
 """
@@ -33,9 +35,22 @@ UINT16_MAX = 65535
 
 
 def _v2(core, name: str, cols: int) -> np.ndarray:
-    """2-D view of a UB buffer with row stride ``cols``."""
+    """``[lanes, rows, cols]`` view of a UB buffer with row stride ``cols`` (never a copy: writes land)."""
     flat = core.views[name]
-    return flat[: (flat.size // cols) * cols].reshape(-1, cols)
+    n = (flat.shape[-1] // cols) * cols
+    view = flat[:, :n].view()
+    view.shape = (flat.shape[0], n // cols, cols)
+    return view
+
+
+def rows(core, ch, tensor: str, cols=slice(None)) -> np.ndarray:
+    """Tokens [t_start, t_start + L) of input ``tensor`` (widened) for the core's lanes: ``[lanes, L, ...]``
+    (q and k through the lanes' q/k heads)."""
+    hv, hk = core.lanes(ch)
+    heads = hk if tensor in ("query", "key") else hv
+    x = core.launch.wide[tensor]
+    x = x[ch.t_start:ch.t_start + ch.L, heads] if x.ndim == 2 else x[ch.t_start:ch.t_start + ch.L, heads, cols]
+    return np.moveaxis(x, 1, 0)
 
 
 def qk_dma_fast(core, L: int) -> bool:
@@ -61,8 +76,7 @@ def load_chunk_key(core, ch, out: list) -> None:
     """LoadChunkKey: K rows of the chunk -> chunkKFp32 [L, aK] fp32 (2-D DMA + Cast, or scalar)."""
     sh, L = core.shape, ch.L
     if core.numerics != "off":
-        k = _v2(core, "chunkKFp32", sh.align_k)
-        k[:L, :sh.dk] = core.launch.wide["key"][ch.t_start:ch.t_start + L, ch.qk_head, :]
+        _v2(core, "chunkKFp32", sh.align_k)[:, :L, :sh.dk] = rows(core, ch, "key")
     if not core.emit:
         return
     if qk_dma_fast(core, L):
@@ -84,9 +98,9 @@ def compute_g_cumsum(core, ch, out: list) -> None:
         gc = core.views["gCumsumFp32"]
         g = core.launch.wide["g"]
         if g is None:
-            gc[:L] = 0
+            gc[:, :L] = 0
         else:
-            gc[:L] = np.cumsum(g[ch.t_start:ch.t_start + L, h], dtype=g.dtype)
+            gc[:, :L] = np.cumsum(rows(core, ch, "g"), axis=1, dtype=g.dtype)
     if not core.emit:
         return
     gm, nv = core.launch.gm, core.shape.nv
@@ -103,8 +117,7 @@ def compute_k_beta(core, ch, out: list) -> None:
     if core.numerics != "off":
         k = _v2(core, "chunkKFp32", sh.align_k)
         kb = _v2(core, "kCumdecayFp32", sh.align_k)
-        beta = core.launch.wide["beta"][ch.t_start:ch.t_start + L, ch.head]
-        kb[:L, :sh.dk] = k[:L, :sh.dk] * beta[:, None]
+        kb[:, :L, :sh.dk] = k[:, :L, :sh.dk] * rows(core, ch, "beta")[:, :, None]
     if not core.emit:
         return
     out.extend(S_V)
@@ -124,10 +137,10 @@ def prepare_decay_and_exp(core, ch, out: list) -> None:
     """
     L = ch.L
     if core.numerics != "off":
-        gc = core.views["gCumsumFp32"][:CS]
+        gc = core.views["gCumsumFp32"][:, :CS]
         with np.errstate(over="ignore", invalid="ignore"):
-            core.views["expGCumFp32"][:CS] = np.exp(gc)
-            _v2(core, "decayMaskFp32", CS)[:L, :] = np.exp(gc[:L, None] - gc[None, :])
+            core.views["expGCumFp32"][:, :CS] = np.exp(gc)
+            _v2(core, "decayMaskFp32", CS)[:, :L, :] = np.exp(gc[:, :L, None] - gc[:, None, :])
     if not core.emit:
         return
     gc0, e0, d0, dm0 = (core.ub(n) for n in ("gCumsumFp32", "expGCumFp32", "deltaFp32", "decayMaskFp32"))
@@ -146,8 +159,8 @@ def prepare_attn_query_cache(core, ch, out: list) -> None:
     """PrepareAttnQueryCache: scale*Q -> chunkAttnOutFp32, rows compact with stride dk."""
     sh, L = core.shape, ch.L
     if core.numerics != "off":
-        q = core.launch.wide["query"][ch.t_start:ch.t_start + L, ch.qk_head, :]
-        core.views["chunkAttnOutFp32"][:L * sh.dk] = (q * core.launch.ft(sh.scale)).ravel()
+        q = rows(core, ch, "query")
+        core.views["chunkAttnOutFp32"][:, :L * sh.dk] = (q * core.launch.ft(sh.scale)).reshape(q.shape[0], -1)
     if not core.emit:
         return
     _qk_dma(core, ch, "query", out)
@@ -181,10 +194,10 @@ def attn_matrix_lower(core, ch, out: list) -> None:
     sh, L, aK = core.shape, ch.L, core.shape.align_k
     check_dot_limit(core)
     if core.numerics != "off":
-        dots = cm.dot_fp32(_v2(core, "kCumdecayFp32", aK)[:L, :sh.dk], _v2(core, "chunkKFp32", aK)[:L, :sh.dk])
-        scores, decay = _v2(core, "chunkScoresFp32", CS), _v2(core, "decayMaskFp32", CS)
-        low = np.tril_indices(L, -1)
-        scores[low] = (-dots[low]) * decay[low]
+        dots = cm.dot_fp32(_v2(core, "kCumdecayFp32", aK)[:, :L, :sh.dk], _v2(core, "chunkKFp32", aK)[:, :L, :sh.dk])
+        decay = _v2(core, "decayMaskFp32", CS)[:, :L, :L]
+        with np.errstate(over="ignore", invalid="ignore"):  # above the diagonal D may be inf: never kept
+            np.copyto(_v2(core, "chunkScoresFp32", CS)[:, :L, :L], (-dots) * decay, where=cm.tril_mask(L, -1))
     if not core.emit:
         return
     k0, kb0 = core.ub("chunkKFp32"), core.ub("kCumdecayFp32")
@@ -200,7 +213,8 @@ def compute_recursive_attn(core, ch, out: list) -> None:
     if core.numerics != "off":
         scores = _v2(core, "chunkScoresFp32", CS)
         cm.recursive_attn(scores, L)
-        scores[np.arange(L), np.arange(L)] = 1.0
+        diag = np.arange(L)
+        scores[:, diag, diag] = 1.0
     if not core.emit:
         return
     s0 = core.ub("chunkScoresFp32")
@@ -219,13 +233,13 @@ def attn_matrix_query(core, ch, out: list) -> None:
     cached = can_cache_attn_query(core, L)
     if core.numerics != "off":
         if cached:
-            q = core.views["chunkAttnOutFp32"][:L * sh.dk].reshape(L, sh.dk)
+            q = _v2(core, "chunkAttnOutFp32", sh.dk)[:, :L]
         else:
-            q = core.launch.wide["query"][ch.t_start:ch.t_start + L, ch.qk_head, :] * core.launch.ft(sh.scale)
-        dots = cm.dot_fp32(q, _v2(core, "chunkKFp32", aK)[:L, :sh.dk])
-        decay = _v2(core, "decayMaskFp32", CS)
-        low = np.tril_indices(L)
-        decay[low] = dots[low] * decay[low]
+            q = rows(core, ch, "query") * core.launch.ft(sh.scale)
+        dots = cm.dot_fp32(q, _v2(core, "chunkKFp32", aK)[:, :L, :sh.dk])
+        decay = _v2(core, "decayMaskFp32", CS)[:, :L, :L]
+        with np.errstate(over="ignore", invalid="ignore"):
+            np.copyto(decay, dots * decay, where=cm.tril_mask(L, 0))
     if core.emit:
         _attn_matrix_query_records(core, ch, cached, out)
 
@@ -252,9 +266,9 @@ def compute_k_cumdecay(core, ch, out: list) -> None:
     sh, L, aK = core.shape, ch.L, core.shape.align_k
     if core.numerics != "off":
         kb = _v2(core, "kCumdecayFp32", aK)
-        kb[:L, :sh.dk] *= core.views["expGCumFp32"][:L, None]
-        a = _v2(core, "chunkScoresFp32", CS)[:L, :L]
-        _v2(core, "chunkKFp32", aK)[:L, :sh.dk] = cm.tril_matmul(a, kb[:L, :sh.dk])
+        kb[:, :L, :sh.dk] *= core.views["expGCumFp32"][:, :L, None]
+        a = _v2(core, "chunkScoresFp32", CS)[:, :L, :L]
+        _v2(core, "chunkKFp32", aK)[:, :L, :sh.dk] = cm.tril_matmul(a, kb[:, :L, :sh.dk])
     if not core.emit:
         return
     k0, kb0 = core.ub("chunkKFp32"), core.ub("kCumdecayFp32")

@@ -62,6 +62,9 @@ def _phase_records(core: CoreState, name: str, run, sig: tuple) -> list:
     what that loses is the exact GM addresses (DMA alignment, data-cache lines) and the ScalarExp
     arguments of later occurrences.
     """
+    if not core.emit:
+        run([])
+        return []
     key = (name, *sig)
     cached = core.launch.phase_cache.get(key)
     if cached is not None:
@@ -144,20 +147,22 @@ def process_item(core: CoreState, b: int, h: int, seq0: int, seq1: int, vt: int 
             yield from _one_vtile(core, ch, tile)
 
 
-def core_program(launch: Launch, block_idx: int, *, emit: bool = True,
+def core_program(launch: Launch, block_idx: int, *, emit: bool = True, numbers: bool = True,
                  assigned: set | None = None, on_item=None) -> Iterator[Record]:
     """The whole program of core ``block_idx``: Init, ComputeAvgload, Process, record by record.
 
     ``assigned``: the (batch, head, vtile) items of this core under a non-greedy policy (None: the
     source's greedy scan). ``on_item(item_key)`` is called as each item starts (progress reports).
+    ``numbers`` False: records only, the launch's numbers being computed elsewhere (batched.py).
     The functions below yield one list per phase and ``chain`` flattens them in C: a record then
     costs no generator hop, which matters at ~150 000 records per chunk.
     """
-    return chain.from_iterable(_program_lists(launch, block_idx, emit, assigned, on_item))
+    core = CoreState(launch, block_idx, emit=emit, numbers=numbers)
+    return chain.from_iterable(_program_lists(core, assigned, on_item))
 
 
-def _program_lists(launch: Launch, block_idx: int, emit: bool, assigned, on_item) -> Iterator[list]:
-    core = CoreState(launch, block_idx, emit=emit)
+def _program_lists(core: CoreState, assigned, on_item) -> Iterator[list]:
+    launch, block_idx, emit = core.launch, core.block_idx, core.emit
     sh, gm = core.shape, launch.gm
     lengths = [int(n) for n in launch.lengths]
     yield [Tag("Init"), *(core.layout.init_records() if emit else ())]

@@ -30,7 +30,7 @@ from cgdr_des.kernel.emit import (
 )
 from cgdr_des.kernel.launch import CHUNK_SIZE as CS
 from cgdr_des.kernel.launch import ceil_align
-from cgdr_des.kernel.phases import UINT16_MAX, _v2
+from cgdr_des.kernel.phases import UINT16_MAX, _v2, rows
 from cgdr_des.numerics.scalar_exp import scalar_exp_array
 
 OUT_QUEUE = "stateOutQueue_"
@@ -40,11 +40,9 @@ def load_v_beta(core, ch, v_i: int, cv: int, out: list) -> None:
     """LoadVBeta: v_beta = beta * V[:, v_i:v_i+cv] -> chunkVFp32 (2-D DMA + Cast/Muls, or scalar)."""
     sh, L, V = core.shape, ch.L, core.v_aligned
     if core.numerics != "off":
-        core.views["chunkVFp32"][:L * V] = 0
-        vb = _v2(core, "chunkVFp32", V)
-        beta = core.launch.wide["beta"][ch.t_start:ch.t_start + L, ch.head]
-        vals = core.launch.wide["value"][ch.t_start:ch.t_start + L, ch.head, v_i:v_i + cv]
-        vb[:L, :cv] = vals * beta[:, None]
+        core.views["chunkVFp32"][:, :L * V] = 0
+        vals = rows(core, ch, "value", slice(v_i, v_i + cv))
+        _v2(core, "chunkVFp32", V)[:, :L, :cv] = vals * rows(core, ch, "beta")[:, :, None]
     if not core.emit:
         return
     v0, a0 = core.ub("chunkVFp32"), core.ub("chunkAttnOutFp32")
@@ -74,9 +72,8 @@ def compute_value_new(core, ch, out: list) -> None:
     """ComputeValueNew: U = A v_beta (A lower incl. its unit diagonal) -> chunkAttnOutFp32."""
     L, V = ch.L, core.v_aligned
     if core.numerics != "off":
-        a = _v2(core, "chunkScoresFp32", CS)[:L, :L]
-        u = cm.tril_matmul(a, _v2(core, "chunkVFp32", V)[:L])
-        core.views["chunkAttnOutFp32"][:L * V] = u.ravel()
+        a = _v2(core, "chunkScoresFp32", CS)[:, :L, :L]
+        _v2(core, "chunkAttnOutFp32", V)[:, :L] = cm.tril_matmul(a, _v2(core, "chunkVFp32", V)[:, :L])
     if not core.emit:
         return
     a0, v0 = core.ub("chunkAttnOutFp32"), core.ub("chunkVFp32")
@@ -92,12 +89,14 @@ def load_state_tile(core, ch, v_i: int, cv: int, out: list) -> None:
     sh, V, sK = core.shape, core.v_aligned, core.shape.state_stride_k
     cv8 = ceil_align(cv, 8)
     if core.numerics != "off":
-        core.views["stateInFp32"][:sK * V] = 0
+        core.views["stateInFp32"][:, :sK * V] = 0
         s = _v2(core, "stateInFp32", V)
+        heads = core.lanes(ch)[0]
         if ch.c > 0:
-            s[:sh.dk, :cv8] = core.launch.workspace[ch.b, ch.head, :, v_i:v_i + cv8]
+            s[:, :sh.dk, :cv8] = core.launch.workspace[ch.b, heads, :, v_i:v_i + cv8]
         else:
-            s[:sh.dk, :cv] = core.launch.wide["initial_state"][ch.b, ch.head, v_i:v_i + cv, :].T
+            s0 = core.launch.wide["initial_state"][ch.b, heads, v_i:v_i + cv, :]
+            s[:, :sh.dk, :cv] = np.swapaxes(s0, -1, -2)
     if not core.emit:
         return
     s0 = core.ub("stateInFp32")
@@ -109,7 +108,7 @@ def load_state_tile(core, ch, v_i: int, cv: int, out: list) -> None:
     base = (ch.b * sh.nv + ch.head) * sh.dk * sh.dv
     for v in range(cv):
         row = base + (v_i + v) * sh.dk
-        out.extend(gm_load(gm.addr("initial_state", row + d), 2) for d in range(sh.dk))
+        out.extend([gm_load(a, 2) for a in gm.addrs("initial_state", row, sh.dk)])
         out.append(scalar("ub_store", sh.dk))
     out.extend(S_V)
 
@@ -118,10 +117,10 @@ def compute_v_new(core, ch, out: list) -> None:
     """ComputeVNew: v_new = U - K_cd S -> chunkVFp32 (Axpy over d, Muls(-1), Add)."""
     sh, L, V = core.shape, ch.L, core.v_aligned
     if core.numerics != "off":
-        kcd = _v2(core, "chunkKFp32", sh.align_k)[:L, :sh.dk]
-        s = _v2(core, "stateInFp32", V)[:sh.dk]
-        u = _v2(core, "chunkAttnOutFp32", V)[:L]
-        _v2(core, "chunkVFp32", V)[:L] = -(kcd @ s) + u
+        kcd = _v2(core, "chunkKFp32", sh.align_k)[:, :L, :sh.dk]
+        s = _v2(core, "stateInFp32", V)[:, :sh.dk]
+        u = _v2(core, "chunkAttnOutFp32", V)[:, :L]
+        _v2(core, "chunkVFp32", V)[:, :L] = -(kcd @ s) + u
     if not core.emit:
         return
     v0, s0, a0 = core.ub("chunkVFp32"), core.ub("stateInFp32"), core.ub("chunkAttnOutFp32")
@@ -137,11 +136,9 @@ def compute_attn_inter(core, ch, out: list) -> None:
     """ComputeAttnInter: O1_i = (scale q_i e^{G_i}) S, Q re-read from GM by scalar reads."""
     sh, L, V = core.shape, ch.L, core.v_aligned
     if core.numerics != "off":
-        ft = core.launch.ft
-        q = core.launch.wide["query"][ch.t_start:ch.t_start + L, ch.qk_head, :] * ft(sh.scale)
-        q = q * core.views["expGCumFp32"][:L, None]
-        s = _v2(core, "stateInFp32", V)[:sh.dk]
-        core.views["chunkAttnOutFp32"][:L * V] = (q @ s).ravel()
+        q = rows(core, ch, "query") * core.launch.ft(sh.scale)
+        q = q * core.views["expGCumFp32"][:, :L, None]
+        _v2(core, "chunkAttnOutFp32", V)[:, :L] = q @ _v2(core, "stateInFp32", V)[:, :sh.dk]
     if not core.emit:
         return
     a0, s0, gm = core.ub("chunkAttnOutFp32"), core.ub("stateInFp32"), core.launch.gm
@@ -150,18 +147,17 @@ def compute_attn_inter(core, ch, out: list) -> None:
         row = a0 + 4 * i * V
         out += [vec("Duplicate", V, row), PB_V, UB_LOAD]
         qrow = ((ch.t_start + i) * sh.nk + ch.qk_head) * sh.dk
-        for d in range(sh.dk):
-            out += [gm_load(gm.addr("query", qrow + d), 2), alu2, *S_V,
-                    vec("Axpy", V, row, s0 + 4 * d * V), PB_V]
+        for d, a in enumerate(gm.addrs("query", qrow, sh.dk)):
+            out += [gm_load(a, 2), alu2, *S_V, vec("Axpy", V, row, s0 + 4 * d * V), PB_V]
 
 
 def accum_output(core, ch, out: list) -> None:
     """AccumOutput: out = O1 + M v_new (M lower incl. diagonal, in decayMaskFp32)."""
     L, V = ch.L, core.v_aligned
     if core.numerics != "off":
-        m = _v2(core, "decayMaskFp32", CS)[:L, :L]
+        m = _v2(core, "decayMaskFp32", CS)[:, :L, :L]
         o = _v2(core, "chunkAttnOutFp32", V)
-        o[:L] = o[:L] + cm.tril_matmul(m, _v2(core, "chunkVFp32", V)[:L])
+        o[:, :L] = o[:, :L] + cm.tril_matmul(m, _v2(core, "chunkVFp32", V)[:, :L])
     if not core.emit:
         return
     a0, v0 = core.ub("chunkAttnOutFp32"), core.ub("chunkVFp32")
@@ -180,8 +176,8 @@ def write_attn_tile_to_gm(core, ch, v_i: int, cv: int, out: list) -> None:
             f"unaligned fallback writes {ceil_align(cv, 16)} per row and overruns into the next "
             f"head's output (notes/kernel.md §6); shape dv={sh.dv}, vStep={core.v_step}")
     if core.numerics != "off":
-        o = _v2(core, "chunkAttnOutFp32", V)[:L, :cv]
-        core.launch.out[ch.t_start:ch.t_start + L, ch.head, v_i:v_i + cv] = o
+        o = _v2(core, "chunkAttnOutFp32", V)[:, :L, :cv]
+        core.launch.out[ch.t_start:ch.t_start + L, core.lanes(ch)[0], v_i:v_i + cv] = np.moveaxis(o, 0, 1)
     if core.emit:
         _write_attn_records(core, ch, v_i, cv, out)
 
@@ -224,15 +220,18 @@ def update_and_write_state(core, ch, v_i: int, cv: int, out: list) -> None:
 
 
 def _exp_args(core, ch) -> np.ndarray:
-    """ScalarExp's arguments G_last - G_i: from UB, or (numerics off) from g itself, since the cost
-    of a ScalarExp call depends on its argument."""
+    """ScalarExp's arguments G_last - G_i, ``[lanes, L]``: from UB, or (no numbers) from g itself, since
+    the cost of a ScalarExp call depends on its argument. Without numbers the cumulative sum is taken
+    as ComputeGCumsum takes it (in the launch's working dtype), so the arguments are the same."""
     if core.numerics != "off":
-        gc = core.views["gCumsumFp32"][:ch.L]
+        gc = core.views["gCumsumFp32"][:, :ch.L]
     elif core.launch.g is not None:
-        gc = np.cumsum(core.launch.g[ch.t_start:ch.t_start + ch.L, ch.head], dtype=np.float32)
+        g = core.launch.wide.get("g")
+        g = core.launch.g if g is None else g
+        gc = np.cumsum(g[ch.t_start:ch.t_start + ch.L, ch.head], dtype=g.dtype)[None]
     else:
-        return np.zeros(ch.L, dtype=np.float32)
-    return gc[-1] - gc
+        return np.zeros((1, ch.L), dtype=np.float32)
+    return gc[:, -1:] - gc
 
 
 def _decay_factors(core, ch) -> np.ndarray:
@@ -247,16 +246,15 @@ def _update_state_numerics(core, ch, v_i: int, cv: int) -> None:
         return
     sh, L, V = core.shape, ch.L, core.v_aligned
     s = _v2(core, "stateInFp32", V)
-    s[:sh.dk] *= core.views["expGCumFp32"][L - 1]
-    keys = core.launch.wide["key"][ch.t_start:ch.t_start + L, ch.qk_head, :]
-    coeff = keys * _decay_factors(core, ch)[:, None]
-    s[:sh.dk] += coeff.T @ _v2(core, "chunkVFp32", V)[:L]
+    s[:, :sh.dk] *= core.views["expGCumFp32"][:, L - 1, None, None]
+    coeff = rows(core, ch, "key") * _decay_factors(core, ch)[:, :, None]
+    s[:, :sh.dk] += np.swapaxes(coeff, -1, -2) @ _v2(core, "chunkVFp32", V)[:, :L]
+    heads = core.lanes(ch)[0]
     if ch.is_last:
-        dst = core.launch.final_state[ch.b, ch.head, v_i:v_i + cv, :]
-        dst[...] = s[:sh.dk, :cv].T
+        core.launch.final_state[ch.b, heads, v_i:v_i + cv, :] = np.swapaxes(s[:, :sh.dk, :cv], -1, -2)
     else:
         cv8 = ceil_align(cv, 8)
-        core.launch.workspace[ch.b, ch.head, :, v_i:v_i + cv8] = s[:sh.dk, :cv8]
+        core.launch.workspace[ch.b, heads, :, v_i:v_i + cv8] = s[:, :sh.dk, :cv8]
 
 
 def _update_state_records(core, ch, out: list) -> None:
@@ -265,13 +263,12 @@ def _update_state_records(core, ch, out: list) -> None:
     out += [UB_LOAD, *S_V]
     for d in range(sh.dk):
         out += [vec("Muls", V, s0 + 4 * d * V, s0 + 4 * d * V), PB_V]
-    args = _exp_args(core, ch)
+    args = _exp_args(core, ch)[0]
     for i in range(L):
         out += [scalar("ub_load", 2), Scalar("exp", 1, float(args[i]))]
         krow = ((ch.t_start + i) * sh.nk + ch.qk_head) * sh.dk
-        for d in range(sh.dk):
-            out += [gm_load(gm.addr("key", krow + d), 2), ALU, *S_V,
-                    vec("Axpy", V, s0 + 4 * d * V, v0 + 4 * i * V), PB_V]
+        for d, a in enumerate(gm.addrs("key", krow, sh.dk)):
+            out += [gm_load(a, 2), ALU, *S_V, vec("Axpy", V, s0 + 4 * d * V, v0 + 4 * i * V), PB_V]
 
 
 def _workspace_rows(core, ch, v_i: int, cv: int, direction: str, out: list) -> None:
@@ -299,6 +296,6 @@ def _final_state_records(core, ch, v_i: int, cv: int, out: list) -> None:
     base = (ch.b * sh.nv + ch.head) * sh.dk * sh.dv
     for v in range(cv):
         row = base + (v_i + v) * sh.dk
-        for d in range(sh.dk):
-            out += [UB_LOAD, gm_store(gm.addr("final_state", row + d), 2)]
+        for a in gm.addrs("final_state", row, sh.dk):
+            out += [UB_LOAD, gm_store(a, 2)]
     out.append(FreeTensor(OUT_QUEUE))
