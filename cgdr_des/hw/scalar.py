@@ -33,6 +33,7 @@ from cgdr_des.isa import (
     DeQue,
     Dma,
     EnQue,
+    EventHandle,
     FetchEventID,
     FreeTensor,
     InitBuffer,
@@ -71,7 +72,7 @@ def scalar_unit(core, program):
     diag_double, stall_policy = prof.flag_double_set == "diagnostic", prof.flag_double_set == "stall"
     vp, kc, keep, cid = core.vec_params, core.scalar_costs, core.keep_ops, core.cid
     rows_append, ready_append = core.rows.append, core.ready.append
-    pipes, flags, dcache = core.pipes, core.flags.table, core.dcache
+    pipes, flags, dcache, pool, tpc = core.pipes, core.flags.table, core.dcache, core.pool, prof.tpipe_call_cycles
     V, me = pipes["V"], core.s_gen
     vq_append, vring, vgen, nv = V.q.append, V.ring, V.gen, 0
     gm_ld, gm_st, gm_miss = prof.scalar_ub_load_cycles, prof.scalar_ub_store_cycles, prof.dcache_miss_cycles
@@ -114,6 +115,8 @@ def scalar_unit(core, program):
             eb = lat
         elif typ is SetFlag:
             ev, rid = rec.event, rec.id
+            if type(rid) is EventHandle:
+                rid = rid.id
             try:
                 fl = flags[ev][rid]
                 if rid < 0:
@@ -148,6 +151,8 @@ def scalar_unit(core, program):
                 continue
         elif typ is WaitFlag:
             ev, rid = rec.event, rec.id
+            if type(rid) is EventHandle:
+                rid = rid.id
             try:
                 fl = flags[ev][rid]
                 if rid < 0:
@@ -206,10 +211,52 @@ def scalar_unit(core, program):
         elif typ is Dma:
             cnt["dma_" + rec.pipe] += rec.repeat
             P, code, pre, ea, eb = core.dma_entry(rec, idx, seg)
-        elif typ is Macro or isinstance(rec, Macro):
-            V.n_push = nv
-            t, stall = yield from _macro(core, rec, idx, seg, t, stall, cnt)
-            nv = V.n_push
+        elif isinstance(rec, Macro):
+            # A Macro (``phase`` fidelity), inline as it is every third record of a replay: its V part
+            # enters the V queue (waiting for a slot like any instruction) to start ``v_start`` after
+            # the scalar unit's cycle; the scalar unit is then busy ``s_cycles`` (of which ``s_stall``
+            # count as stall for a TimedMacro). Its counts stand for the records it replaced.
+            for kind, n in rec.counts:
+                cnt[kind] += n
+            vs, ve = rec.v_start, rec.v_end
+            if ve > vs:
+                n = nv
+                if n >= depth:
+                    while n - V.n_deq >= depth:
+                        V.s_waiting, core.s_block = True, ("room", V, idx, seg)
+                        yield
+                    tf = vring[n % depth]
+                    if tf > t:
+                        stall += tf - t
+                        t = tf
+                vq_append((MAC, t + vs, rec, seg, idx, vs, ve - vs))
+                nv = n + 1
+                if V.idle:
+                    V.idle = False
+                    ready_append(vgen)
+            t0 = t
+            t += rec.s_cycles
+            stall += getattr(rec, "s_stall", 0)
+            if keep:
+                rows_append((cid, "S", "Macro:" + rec.name, seg[0], seg[1], seg[2], seg[3], seg[4], t0, t, 0, 0))
+            if t0 < seg[5]:
+                seg[5] = t0
+            if t > seg[6]:
+                seg[6] = t
+            seg[7] += 1
+            continue
+        elif typ is FetchEventID:  # inline: one per DMA idiom, and it never waits
+            cnt["FetchEventID"] += 1
+            try:
+                rec.handle.id = pool.fetch(rec.event)
+            except HwFault as exc:
+                raise at(cid, idx, seg, str(exc)) from None
+            t0 = t
+            t += tpc
+            if keep:
+                rows_append((cid, "S", "FetchEventID:" + rec.event, seg[0], seg[1], seg[2], seg[3], seg[4], t0, t,
+                             0, 0))
+            _span(seg, t0, t)
             continue
         else:
             cnt[record_kind(rec)] += 1
@@ -283,31 +330,6 @@ def _other_barrier(core, rec, idx, seg, t, stall, cnt):
         core.rows.append((core.cid, "S", "PipeBarrier:ALL", seg[0], seg[1], seg[2], seg[3], seg[4], t0, t, 0, 0))
     _span(seg, t0, t)
     return t, stall + t - t0
-
-
-def _macro(core, rec, idx, seg, t, stall, cnt):
-    """A Macro (``phase`` fidelity): its V part enters the V queue (waiting for a slot like any
-    instruction) to start ``v_start`` after the scalar unit's cycle; the scalar unit is then busy
-    ``s_cycles`` (of which ``s_stall`` count as stall for a TimedMacro). Its counts stand for the
-    records it replaced."""
-    for kind, n in rec.counts:
-        cnt[kind] += n
-    if rec.v_end > rec.v_start:
-        V = core.pipes["V"]
-        tf = yield from _wait_room(core, V, idx, seg)
-        if tf is not None and tf > t:
-            stall += tf - t
-            t = tf
-        V.q.append((MAC, t + rec.v_start, rec, seg, idx, rec.v_start, rec.v_end - rec.v_start))
-        V.n_push += 1
-        if V.idle:
-            V.idle = False
-            core.ready.append(V.gen)
-    if core.keep_ops:
-        core.rows.append((core.cid, "S", "Macro:" + rec.name, seg[0], seg[1], seg[2], seg[3], seg[4], t,
-                          t + rec.s_cycles, 0, 0))
-    _span(seg, t, t + rec.s_cycles)
-    return t + rec.s_cycles, stall + getattr(rec, "s_stall", 0)
 
 
 def _hand_over(core, P, entry, rec, idx, seg, t, stall, tf):
