@@ -22,7 +22,7 @@ from cgdr_des.errors import KernelDiagnostic
 from cgdr_des.hw import load_profile
 from cgdr_des.hw.compute_run import ComputeRunTimer, time_compute_run
 from cgdr_des.hw.dcache import DataCache
-from cgdr_des.hw.phase import PhaseCompiler, balanced, is_compute
+from cgdr_des.hw.phase import PhaseCompiler, PhaseRecorder, balanced, is_compute
 from cgdr_des.isa import EventHandle, PipeBarrier, Scalar, ScalarGm, SetFlag, VecOp, WaitFlag
 from cgdr_des.kernel.functional import build_launch
 from cgdr_des.kernel.program import core_program
@@ -38,19 +38,8 @@ POLICIES = ("counter", "stall", "diagnostic")
 # ---------------------------------------------------------------- helpers
 
 
-class _Capture:
-    """A launch's compiler that keeps each phase's records (the runs phase fidelity compiles)."""
-
-    def __init__(self) -> None:
-        self.phases: list[list] = []
-
-    def compile(self, records: list) -> list:
-        self.phases.append(list(records))
-        return records
-
-
 def launch_phases(launch, cores) -> list[list]:
-    launch.compiler = cap = _Capture()
+    launch.compiler = cap = PhaseRecorder()
     for i in cores:
         for _ in core_program(launch, i):
             pass

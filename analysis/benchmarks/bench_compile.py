@@ -11,7 +11,7 @@ from __future__ import annotations
 from common import timed
 
 from cgdr_des.hw import load_profile
-from cgdr_des.hw.phase import PhaseCompiler
+from cgdr_des.hw.phase import PhaseCompiler, PhaseRecorder
 from cgdr_des.kernel.functional import build_launch
 from cgdr_des.kernel.program import core_program
 from cgdr_des.workload.tensors import make_inputs
@@ -19,22 +19,11 @@ from cgdr_des.workload.tensors import make_inputs
 PROFILE, L, DK, DV, REPEAT = "atlas-300i-duo", 64, 128, 128, 5
 
 
-class _Capture:
-    """Stands in for the launch's compiler: keeps each phase's records and returns them as they are."""
-
-    def __init__(self) -> None:
-        self.phases: list[list] = []
-
-    def compile(self, records: list) -> list:
-        self.phases.append(list(records))
-        return records
-
-
 def chunk_phases(prof) -> list[list]:
     x = make_inputs([L], 1, 1, DK, DV, seed=0)
     launch = build_launch(x.query, x.key, x.value, x.beta, x.initial_state, x.actual_seq_lengths, x.g,
                           x.scale_value, numerics="off", ub_size=prof.ub_bytes, aiv_num=prof.aiv_num)
-    launch.compiler = cap = _Capture()
+    launch.compiler = cap = PhaseRecorder()
     for _ in core_program(launch, 0):
         pass
     return cap.phases
@@ -55,7 +44,7 @@ def main() -> None:
     print(f"{len(phases)} phases, {n:,} records (one {L}-token chunk, dk={DK}, dv={DV}, {PROFILE})")
     print(f"compile, machine path (exact_machine=True): {t_machine:7.3f} s")
     print(f"compile, fast timer (default):              {t_fast:7.3f} s")
-    print(f"ratio machine / fast: {t_machine / t_fast:.2f}  (goal >= 2.5)")
+    print(f"ratio machine / fast: {t_machine / t_fast:.2f}")
 
 
 if __name__ == "__main__":

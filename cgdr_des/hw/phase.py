@@ -96,6 +96,18 @@ def is_compute(rec) -> bool:
     return False
 
 
+class PhaseRecorder:
+    """Stands in for a launch's compiler (``launch.compiler``): keeps each phase's records, in the
+    order phase fidelity would compile them, and returns them unchanged (to inspect or time them)."""
+
+    def __init__(self) -> None:
+        self.phases: list[list] = []
+
+    def compile(self, records: list) -> list:
+        self.phases.append(list(records))
+        return records
+
+
 class PhaseCompiler:
     """Turns a phase's record list into one with its compute runs replaced by Macros.
 
