@@ -29,7 +29,7 @@ def compute_numbers(launch: Launch) -> None:
     tiles = range(ceil_div(sh.dv, core.v_step)) if should_split(launch) else (None,)
     seq0 = 0
     for b, seq_len in enumerate(map(int, launch.lengths)):
-        for vt in tiles if seq_len else ():
+        for vt in tiles if seq_len else ():  # head 0 labels the chunks; core.lanes() names the heads
             for _ in process_item(core, b, 0, seq0, seq0 + seq_len, vt):
                 pass
         seq0 += seq_len
