@@ -14,6 +14,7 @@ import pytest
 from kernel_cases import assert_kernel_bounds, oracle
 
 import cgdr_des
+from cgdr_des.errors import KernelDiagnostic
 from cgdr_des.kernel.functional import build_launch, run_functional
 from cgdr_des.results.export import write_results
 from cgdr_des.results.frames import SUMMARY_COLUMNS
@@ -186,3 +187,12 @@ def test_double_buffer_without_its_host_accounting_is_a_ub_diagnostic():
     assert launch.tiling.ub_overflow_bytes > 0
     with pytest.raises(KernelDiagnostic, match="UB"):
         Machine(prof).run([core_program(launch, 0)])
+
+
+@pytest.mark.parametrize("fidelity", ["phase", "instr"])
+def test_dot_fp32_beyond_its_in_place_limit_is_a_diagnostic(fidelity):
+    """dk = 528 fits only a larger UB; DotFp32 would then overwrite unread products (seed §6)."""
+    sc = custom([8], nk=1, nv=1, dk=528, dv=16, hardware={"overrides": {"ub_bytes": 1 << 20}},
+                sim={"fidelity": fidelity})
+    with pytest.raises(KernelDiagnostic, match="DotFp32 count dk=528 exceeds its in-place limit of 512"):
+        cgdr_des.simulate(sc)
