@@ -98,96 +98,94 @@ class ComputeRunTimer:
         """
         (t0, f, api, disp, depth, n_ids, stall_policy, diag_double, vp, kc, gm_ld, gm_st,
          gm_miss) = self.consts
-        access, lines, line_bytes, hits = dcache.access, dcache.lines, dcache.line_bytes, 0
+        access, lines, line_bytes = dcache.access, dcache.lines, dcache.line_bytes
         to_end = lines.move_to_end
         t = free = done = cov = t0
-        s_stall = v_busy = v_stall = n_vec = n_bar = n_ld = n_st = n_sv = n_vs = n_vv = 0
+        s_stall = v_busy = v_stall = n_vec = n_bar = n_ld = n_st = 0
         first = None
         ring = deque([t0] * depth, maxlen=depth)    # dequeue cycles of the last ``depth`` V entries
         ring_append = ring.append
-        (sv_pend, sv_cons), (vs_pend, vs_cons), (vv_pend, vv_cons) = (_flag_state(n_ids) for _ in range(3))
+        flags = {ev: _flag_state(n_ids) for ev in COMPUTE_EVENTS}   # event -> (pending sets, consumes)
+        n_sets = dict.fromkeys(COMPUTE_EVENTS, 0)
         scalar_n: dict[str, int] = {}
         scalar_get = scalar_n.get
-        it = iter(records)
-        it.__setstate__(start)      # a list iterator from ``start``: its length hint tells where a break was
+        rest = records[start:]
+        it = iter(rest)
         stop = len(records)
-        try:
-            for rec in it:
-                typ = type(rec)
-                if typ is Scalar:
-                    k, n = rec.kind, rec.count
-                    c = kc.get(k)
-                    c = c * n if c is not None else _exp_cycles(rec, self.profile)
-                    if c < 0:
-                        raise KernelDiagnostic(f"Scalar count {n!r} is negative")
-                    scalar_n[k] = scalar_get(k, 0) + n
-                    t += c
-                    continue
-                if typ is ScalarGm:
-                    # DataCache.access's hit on one line, inline (most accesses); anything else goes through it
-                    addr, nb = rec.addr, rec.nbytes
-                    line, off = divmod(addr, line_bytes)
-                    if off + nb <= line_bytes and line in lines:
-                        to_end(line)
-                        hits += 1
-                        hit = True
-                    else:
-                        hit = access(addr, nb)
-                    if rec.store:
-                        n_st += 1
-                        t += gm_st if hit else gm_miss
-                    else:
-                        n_ld += 1
-                        t += gm_ld if hit else gm_miss
-                    continue
-                if typ is VecOp:
-                    try:
-                        w, cpr, lat = vp[rec.dtype][rec.op]
-                    except KeyError:
-                        raise KernelDiagnostic(f"VecOp {rec.op!r} / {rec.dtype!r} has no cost") from None
-                    n = rec.n
-                    iss = (-(-n // w) if n > w else 1) * cpr
-                    t += api
-                    tf = ring[0]
-                    if tf > t:
-                        s_stall += tf - t
-                        t = tf
-                    t += disp
-                    a = free if free > t else t
-                    if first is None:
-                        first = a
-                    end = a + iss + lat
-                    free = a + iss
-                    if a >= cov:
-                        v_busy += end - a
-                        cov = end
-                    elif end > cov:
-                        v_busy += end - cov
-                        cov = end
-                    ring_append(a)
-                    if end > done:
-                        done = end
-                    n_vec += 1
-                    continue
+        for rec in it:
+            typ = type(rec)
+            if typ is Scalar:
+                k, n = rec.kind, rec.count
+                c = kc.get(k)
+                c = c * n if c is not None else _exp_cycles(rec, self.profile)
+                if c < 0:
+                    raise KernelDiagnostic(f"Scalar count {n!r} is negative")
+                scalar_n[k] = scalar_get(k, 0) + n
+                t += c
+                continue
+            if typ is ScalarGm:
+                # DataCache.access's hit on one resident line, inline: a chunk's first build makes
+                # ~50 000 of these and the call was 40 % of the scan; anything else goes through it
+                addr, nb = rec.addr, rec.nbytes
+                line, off = divmod(addr, line_bytes)
+                if off + nb <= line_bytes and line in lines:
+                    to_end(line)
+                    dcache.hits += 1
+                    hit = True
+                else:
+                    hit = access(addr, nb)
+                if rec.store:
+                    n_st += 1
+                    t += gm_st if hit else gm_miss
+                else:
+                    n_ld += 1
+                    t += gm_ld if hit else gm_miss
+                continue
+            if typ is VecOp:
+                try:
+                    w, cpr, lat = vp[rec.dtype][rec.op]
+                except KeyError:
+                    raise KernelDiagnostic(f"VecOp {rec.op!r} / {rec.dtype!r} has no cost") from None
+                n = rec.n
+                iss = (-(-n // w) if n > w else 1) * cpr
+                t += api
+                tf = ring[0]
+                if tf > t:
+                    s_stall += tf - t
+                    t = tf
+                t += disp
+                a = free if free > t else t
+                if first is None:
+                    first = a
+                end = a + iss + lat
+                free = a + iss
+                if a >= cov:
+                    v_busy += end - a
+                    cov = end
+                elif end > cov:
+                    v_busy += end - cov
+                    cov = end
+                ring_append(a)
+                if end > done:
+                    done = end
+                n_vec += 1
+                continue
+            if typ is SetFlag or typ is WaitFlag:
+                ev, rid = rec.event, rec.id
+                state = flags.get(ev)
+                if state is None or type(rid) is not int:
+                    # a flag shared with another pipe, or a fetched id: the run ends before this record
+                    stop = start + len(rest) - it.__length_hint__() - 1
+                    break
+                if not 0 <= rid < n_ids:
+                    raise KernelDiagnostic(f"{ev}: event id {rid} outside 0..{n_ids - 1}")
+                pl, cons = state
+                pend = pl[rid]
                 if typ is SetFlag:
-                    ev, rid = rec.event, rec.id
-                    if ev == "S_V":
-                        pl, cons = sv_pend, sv_cons
-                    elif ev == "V_S":
-                        pl, cons, code = vs_pend, vs_cons, _SET
-                    elif ev == "V_V":
-                        pl, cons, code = vv_pend, vv_cons, _SET
-                    else:
-                        stop = len(records) - it.__length_hint__() - 1
-                        break
-                    if type(rid) is not int:
-                        stop = len(records) - it.__length_hint__() - 1
-                        break
-                    if not 0 <= rid < n_ids:
-                        raise KernelDiagnostic(f"{ev}: event id {rid} outside 0..{n_ids - 1}")
-                    pend = pl[rid]
-                    if pl is sv_pend:       # S sets S_V itself
-                        n_sv += 1
+                    n_sets[ev] += 1
+                    if ev != "S_V":     # V sets V_S and V_V
+                        code = _SET
+                    else:               # S sets S_V itself
                         if stall_policy:
                             if pend:
                                 raise KernelDiagnostic(f"SetFlag<{ev}>({rid}) waits for a set not waited before it")
@@ -199,30 +197,12 @@ class ComputeRunTimer:
                             raise KernelDiagnostic(f"SetFlag<{ev}>({rid}) fires while the flag is still set")
                         pend.append(t)
                         continue
-                    if pl is vs_pend:
-                        n_vs += 1
-                    else:
-                        n_vv += 1
-                elif typ is WaitFlag:
-                    ev, rid = rec.event, rec.id
-                    if ev == "S_V":
-                        pl, cons, code = sv_pend, sv_cons, _WAIT
-                    elif ev == "V_S":
-                        pl, cons = vs_pend, vs_cons
-                    elif ev == "V_V":
-                        pl, cons, code = vv_pend, vv_cons, _WAIT
-                    else:
-                        stop = len(records) - it.__length_hint__() - 1
-                        break
-                    if type(rid) is not int:
-                        stop = len(records) - it.__length_hint__() - 1
-                        break
-                    if not 0 <= rid < n_ids:
-                        raise KernelDiagnostic(f"{ev}: event id {rid} outside 0..{n_ids - 1}")
-                    pend = pl[rid]
+                else:
                     if not pend:
                         raise KernelDiagnostic(f"WaitFlag<{ev}>({rid}) has no earlier SetFlag in the run")
-                    if pl is vs_pend:       # S waits V_S itself
+                    if ev != "V_S":     # V waits S_V and V_V
+                        code = _WAIT
+                    else:               # S waits V_S itself
                         c = pend.popleft()
                         if t > c:
                             c = t
@@ -232,53 +212,51 @@ class ComputeRunTimer:
                         s_stall += c - t
                         t = c + f
                         continue
-                elif typ is PipeBarrier and rec.pipe == "V":
-                    code = _BAR
-                    n_bar += 1
-                else:
-                    stop = len(records) - it.__length_hint__() - 1
-                    break
-                # hand-over of a barrier or a V-side flag to V (no mask set-up), and V executing it
-                tf = ring[0]
-                if tf > t:
-                    s_stall += tf - t
-                    t = tf
-                t += disp
-                a = free if free > t else t
-                if first is None:
-                    first = a
-                if code == _BAR:
-                    end = free = done if done > a else a
-                    v_stall += end - a
-                    ring_append(end)
-                elif code == _SET:     # no double-set check: see the module docstring
-                    end = (done if done > a else a) + f
-                    pend.append(end)
-                    free = a + f
-                    if end > cov:
-                        v_busy += end - (end - f if end - f > cov else cov)
-                        cov = end
-                    ring_append(a)
-                else:
-                    c = pend.popleft()
-                    if a > c:
-                        c = a
-                    if pend and diag_double and pend[0] < c:
-                        raise KernelDiagnostic(f"SetFlag<{ev}>({rid}) fires while the flag is still set")
-                    cons[rid] = c
-                    v_stall += c - a
-                    end = free = c + f
-                    if end > cov:
-                        v_busy += end - (c if c > cov else cov)
-                        cov = end
-                    ring_append(end)
-                if end > done:
-                    done = end
-        finally:
-            dcache.hits += hits
-        if any(sv_pend) or any(vs_pend) or any(vv_pend):
+            elif typ is PipeBarrier and rec.pipe == "V":
+                code = _BAR
+                n_bar += 1
+            else:
+                stop = start + len(rest) - it.__length_hint__() - 1
+                break
+            # hand-over of a barrier or a V-side flag to V (no mask set-up), and V executing it
+            tf = ring[0]
+            if tf > t:
+                s_stall += tf - t
+                t = tf
+            t += disp
+            a = free if free > t else t
+            if first is None:
+                first = a
+            if code == _BAR:
+                end = free = done if done > a else a
+                v_stall += end - a
+                ring_append(end)
+            elif code == _SET:     # no double-set check: see the module docstring
+                end = (done if done > a else a) + f
+                pend.append(end)
+                free = a + f
+                if end > cov:
+                    v_busy += end - (end - f if end - f > cov else cov)
+                    cov = end
+                ring_append(a)
+            else:
+                c = pend.popleft()
+                if a > c:
+                    c = a
+                if pend and diag_double and pend[0] < c:
+                    raise KernelDiagnostic(f"SetFlag<{ev}>({rid}) fires while the flag is still set")
+                cons[rid] = c
+                v_stall += c - a
+                end = free = c + f
+                if end > cov:
+                    v_busy += end - (c if c > cov else cov)
+                    cov = end
+                ring_append(end)
+            if end > done:
+                done = end
+        if any(any(pending) for pending, _ in flags.values()):
             raise KernelDiagnostic("a SetFlag of the run is not waited in it")
-        counts = _counts(scalar_n, n_vec, n_bar, n_ld, n_st, {"S_V": n_sv, "V_S": n_vs, "V_V": n_vv})
+        counts = _counts(scalar_n, n_vec, n_bar, n_ld, n_st, n_sets)
         if first is None:
             return RunTiming(t - t0, 0, 0, counts, s_stall, 0, 0), stop
         return RunTiming(t - t0, first - t0, done - t0, counts, s_stall, v_busy, v_stall), stop
