@@ -113,7 +113,7 @@ def scalar_unit(core, program):
             pre = api
             ea = (-(-n // w) if n > w else 1) * cpr
             eb = lat
-        elif typ is SetFlag:
+        elif typ is SetFlag or typ is WaitFlag:
             ev, rid = rec.event, rec.id
             if type(rid) is EventHandle:
                 rid = rid.id
@@ -123,62 +123,46 @@ def scalar_unit(core, program):
                     raise IndexError
             except (KeyError, IndexError, TypeError):
                 fl = _flag(core, ev, rid, idx, seg)
-            info = EVENTS[ev]
-            cnt[info[2]] += 1
-            if info[0] != "S":
-                P, code, pre, ea, eb = pipes[info[0]], SET, 0, fl, None
+            info, op = EVENTS[ev], None
+            if typ is WaitFlag:
+                cnt[info[3]] += 1
+                if info[1] != "S":
+                    P, code, pre, ea, eb = pipes[info[1]], WAIT, 0, fl, None
+                else:
+                    t0, sets = t, fl.sets
+                    while not sets:
+                        fl.waiter, core.s_block = me, ("flag", fl, idx, seg)
+                        yield
+                    c = sets.popleft()
+                    if t > c:
+                        c = t
+                    if sets and diag_double and sets[0] < c:
+                        raise at(cid, idx, seg, double_set_message(fl, sets[0], c) + " (seen at this WaitFlag)")
+                    fl.last_consume = c
+                    stall += c - t
+                    t, op = c + f, info[5]
             else:
-                t0 = t
-                while stall_policy and fl.sets:
-                    fl.set_waiter, core.s_block = me, ("set", fl, idx, seg)
-                    yield
-                if stall_policy and fl.last_consume > t:
-                    stall, t = stall + fl.last_consume - t, fl.last_consume
-                t += f
-                if diag_double and not fl.sets and t < fl.last_consume:
-                    raise at(cid, idx, seg, double_set_message(fl, t, fl.last_consume))
-                fl.sets.append(t)
-                if fl.waiter is not None:
-                    ready_append(fl.waiter)
-                    fl.waiter = None
+                cnt[info[2]] += 1
+                if info[0] != "S":
+                    P, code, pre, ea, eb = pipes[info[0]], SET, 0, fl, None
+                else:
+                    t0 = t
+                    while stall_policy and fl.sets:
+                        fl.set_waiter, core.s_block = me, ("set", fl, idx, seg)
+                        yield
+                    if stall_policy and fl.last_consume > t:
+                        stall, t = stall + fl.last_consume - t, fl.last_consume
+                    t += f
+                    if diag_double and not fl.sets and t < fl.last_consume:
+                        raise at(cid, idx, seg, double_set_message(fl, t, fl.last_consume))
+                    fl.sets.append(t)
+                    if fl.waiter is not None:
+                        ready_append(fl.waiter)
+                        fl.waiter = None
+                    op = info[4]
+            if op is not None:  # the scalar unit did it itself (an S-side set or wait) from t0 to t
                 if keep:
-                    rows_append((cid, "S", info[4], seg[0], seg[1], seg[2], seg[3], seg[4], t0, t, fl.id, 0))
-                if t0 < seg[5]:
-                    seg[5] = t0
-                if t > seg[6]:
-                    seg[6] = t
-                seg[7] += 1
-                continue
-        elif typ is WaitFlag:
-            ev, rid = rec.event, rec.id
-            if type(rid) is EventHandle:
-                rid = rid.id
-            try:
-                fl = flags[ev][rid]
-                if rid < 0:
-                    raise IndexError
-            except (KeyError, IndexError, TypeError):
-                fl = _flag(core, ev, rid, idx, seg)
-            info = EVENTS[ev]
-            cnt[info[3]] += 1
-            if info[1] != "S":
-                P, code, pre, ea, eb = pipes[info[1]], WAIT, 0, fl, None
-            else:
-                t0 = t
-                sets = fl.sets
-                while not sets:
-                    fl.waiter, core.s_block = me, ("flag", fl, idx, seg)
-                    yield
-                c = sets.popleft()
-                if t > c:
-                    c = t
-                if sets and diag_double and sets[0] < c:
-                    raise at(cid, idx, seg, double_set_message(fl, sets[0], c) + " (seen at this WaitFlag)")
-                fl.last_consume = c
-                stall += c - t
-                t = c + f
-                if keep:
-                    rows_append((cid, "S", info[5], seg[0], seg[1], seg[2], seg[3], seg[4], t0, t, fl.id, 0))
+                    rows_append((cid, "S", op, seg[0], seg[1], seg[2], seg[3], seg[4], t0, t, fl.id, 0))
                 if t0 < seg[5]:
                     seg[5] = t0
                 if t > seg[6]:
