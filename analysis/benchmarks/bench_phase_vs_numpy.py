@@ -58,8 +58,7 @@ def main(repeat: int = 5) -> None:
                        fidelity="phase", policy=sc.kernel.policy, buffer_num=sc.kernel.buffer_num)
         t_sim = min(t_sim, t)
     t_scen, _ = timed(cgdr_des.simulate, sc)
-    launch = lambda: build_launch(**x.kwargs())  # noqa: E731
-    t_num = min(timed(compute_numbers, launch())[0] for _ in range(repeat))
+    t_num = min(timed(compute_numbers, build_launch(**x.kwargs()))[0] for _ in range(repeat))
     err = np.sqrt(np.mean((res.out.astype(np.float64) - ref_out) ** 2) / np.mean(ref_out ** 2))
     print(f"numpy float64 chunked reference (16 heads batched):  {t_ref:8.3f} s")
     print(f"cgdr-des phase fidelity, kernel numerics, same input: {t_sim:8.3f} s "

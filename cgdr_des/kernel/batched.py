@@ -14,8 +14,6 @@ rewrites what it reads, which the bit-identity tests check on every output shape
 
 from __future__ import annotations
 
-import numpy as np
-
 from cgdr_des.kernel.launch import CoreState, Launch, ceil_div, should_split
 from cgdr_des.kernel.program import process_item
 
@@ -25,7 +23,7 @@ def compute_numbers(launch: Launch) -> None:
     if launch.numerics == "off":
         return
     sh = launch.shape
-    core = CoreState(launch, 0, emit=False, heads=np.arange(sh.nv))
+    core = CoreState(launch, 0, emit=False, all_heads=True)
     tiles = range(ceil_div(sh.dv, core.v_step)) if should_split(launch) else (None,)
     seq0 = 0
     for b, seq_len in enumerate(map(int, launch.lengths)):

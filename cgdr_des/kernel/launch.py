@@ -118,16 +118,15 @@ class CoreState:
     """
 
     def __init__(self, launch: Launch, block_idx: int, *, emit: bool = True, numbers: bool = True,
-                 heads: np.ndarray | None = None):
+                 all_heads: bool = False):
         self.launch = launch
         self.shape = launch.shape
         self.tiling = launch.tiling
         self.block_idx = block_idx
         self.emit = emit
         self.numerics = launch.numerics if numbers else "off"
-        #: None: one lane, the chunk's own head; else the value heads computed side by side (batched.py)
-        self.heads = heads
-        self._lanes = None if heads is None else self._batch_lanes()
+        #: False: one lane, the chunk's own head; True: one lane per value head, side by side (batched.py)
+        self.all_heads = all_heads
         t = launch.tiling
         self.v_step = t.v_step
         self.v_aligned = t.v_step_aligned  # vStepAligned_ (= avFp32)
@@ -145,21 +144,15 @@ class CoreState:
 
     def lanes(self, ch) -> tuple:
         """Indexers of the value heads and the q/k heads whose numbers this core computes for chunk ``ch``
-        (a slice of one head, or the batched heads; each keeps its axis)."""
-        if self.heads is None:
+        (a slice of one head, or every head; each keeps its axis). Under GQA the q/k heads of all the
+        value heads are a gather, value head h reading q/k head h // (Nv / Nk)."""
+        if not self.all_heads:
             return slice(ch.head, ch.head + 1), slice(ch.qk_head, ch.qk_head + 1)
-        return self._lanes
-
-    def _batch_lanes(self) -> tuple:
-        """Slices where the heads are all of them (no gather), else index arrays."""
-        heads, per = self.heads, self.shape.nv_per_nk
-        everyone = len(heads) == self.shape.nv and np.array_equal(heads, np.arange(self.shape.nv))
-        hv = slice(None) if everyone else heads
-        hk = slice(None) if everyone and per == 1 else heads // per
-        return hv, hk
+        per = self.shape.nv_per_nk
+        return slice(None), (slice(None) if per == 1 else np.arange(self.shape.nv) // per)
 
     def _carve_views(self) -> None:
-        n_lanes = 1 if self.heads is None else len(self.heads)
+        n_lanes = self.shape.nv if self.all_heads else 1
         flat = np.zeros((n_lanes, self.tiling.ub_rest_bytes // 4), dtype=self.launch.ft)
         self.flat = flat
         for name, buf in self.layout.buffers.items():
