@@ -49,19 +49,8 @@ def _check_range(lo: int, hi: int | None) -> None:
         raise InputError("max", hi, f"must be >= min ({lo})")
 
 
-class Fixed(_Dist):
-    """Every sequence has ``length`` tokens."""
-
-    kind: Literal["fixed"]
-    length: Length
-
-
-class Uniform(_Dist):
-    """Integers uniform on ``[min, max]`` (both inclusive)."""
-
-    kind: Literal["uniform"]
-    min: Length
-    max: Length
+class _Ranged(_Dist):
+    """A distribution bounded by ``min`` and ``max`` (its subclasses declare both)."""
 
     @model_validator(mode="after")
     def _range(self):
@@ -69,7 +58,22 @@ class Uniform(_Dist):
         return self
 
 
-class Lognormal(_Dist):
+class Fixed(_Dist):
+    """Every sequence has ``length`` tokens."""
+
+    kind: Literal["fixed"]
+    length: Length
+
+
+class Uniform(_Ranged):
+    """Integers uniform on ``[min, max]`` (both inclusive)."""
+
+    kind: Literal["uniform"]
+    min: Length
+    max: Length
+
+
+class Lognormal(_Ranged):
     """``round(exp(N(ln median, sigma)))`` clipped to ``[min, max]`` (``max=None``: no upper clip)."""
 
     kind: Literal["lognormal"]
@@ -78,13 +82,8 @@ class Lognormal(_Dist):
     min: Length = 1
     max: Length | None = None
 
-    @model_validator(mode="after")
-    def _range(self):
-        _check_range(self.min, self.max)
-        return self
 
-
-class Zipf(_Dist):
+class Zipf(_Ranged):
     """Bounded Zipf law on the integers ``min..max``: ``P(k) ∝ k**-theta``."""
 
     kind: Literal["zipf"]
@@ -93,25 +92,19 @@ class Zipf(_Dist):
     max: PositiveLength
 
     @model_validator(mode="after")
-    def _range(self):
-        _check_range(self.min, self.max)
+    def _support(self):
         if self.max - self.min + 1 > MAX_ZIPF_SUPPORT:
             raise InputError("max", self.max, f"max - min + 1 must be <= {MAX_ZIPF_SUPPORT} for zipf")
         return self
 
 
-class Pareto(_Dist):
+class Pareto(_Ranged):
     """Pareto with scale ``min`` and shape ``alpha``, floored, clipped at ``max``."""
 
     kind: Literal["pareto"]
     alpha: Annotated[float, Field(gt=0)]
     min: PositiveLength
     max: PositiveLength
-
-    @model_validator(mode="after")
-    def _range(self):
-        _check_range(self.min, self.max)
-        return self
 
 
 class Bimodal(_Dist):
