@@ -53,7 +53,7 @@ from cgdr_des.isa import PipeBarrier, Scalar, ScalarGm, SetFlag, VecOp, WaitFlag
 
 #: The HardEvents a compute run may use: S sets S_V and V waits it; V sets V_S and S waits it; V_V is V's.
 COMPUTE_EVENTS = ("S_V", "V_S", "V_V")
-_BAR, _SET, _WAIT = range(3)   # what V does with a barrier or flag S handed over
+_VEC, _BAR, _SET, _WAIT = range(4)   # what V does with an entry S handed over
 
 
 class RunTiming(NamedTuple):
@@ -91,10 +91,10 @@ class ComputeRunTimer:
         """Time the maximal compute run beginning at ``records[start]``; returns (timing, end index).
 
         One loop over the records, state in locals (it runs once per record of every compiled run).
-        Scalar work and VecOps are inline; a barrier or a flag V executes falls through to the
-        shared hand-over at the bottom with ``code``, the flag's pending sets ``pend`` and its
-        consume cycles ``cons``. WaitFlags are not counted: a run that ends without a raise is
-        balanced, so each event has as many waits as sets.
+        Scalar work is done inline; a VecOp, a barrier or a flag V executes falls through to the
+        shared hand-over at the bottom with ``code`` (a VecOp's issue and latency cycles in ``iss``,
+        ``lat``; a flag's pending sets in ``pend`` and its consume cycles in ``cons``). WaitFlags are not
+        counted: a run that ends without a raise is balanced, so each event has as many waits as sets.
         """
         (t0, f, api, disp, depth, n_ids, stall_policy, diag_double, vp, kc, gm_ld, gm_st,
          gm_miss) = self.consts
@@ -148,29 +148,10 @@ class ComputeRunTimer:
                     raise KernelDiagnostic(f"VecOp {rec.op!r} / {rec.dtype!r} has no cost") from None
                 n = rec.n
                 iss = (-(-n // w) if n > w else 1) * cpr
-                t += api
-                tf = ring[0]
-                if tf > t:
-                    s_stall += tf - t
-                    t = tf
-                t += disp
-                a = free if free > t else t
-                if first is None:
-                    first = a
-                end = a + iss + lat
-                free = a + iss
-                if a >= cov:
-                    v_busy += end - a
-                    cov = end
-                elif end > cov:
-                    v_busy += end - cov
-                    cov = end
-                ring_append(a)
-                if end > done:
-                    done = end
+                t += api        # the mask set-up before the hand-over
+                code = _VEC
                 n_vec += 1
-                continue
-            if typ is SetFlag or typ is WaitFlag:
+            elif typ is SetFlag or typ is WaitFlag:
                 ev, rid = rec.event, rec.id
                 state = flags.get(ev)
                 if state is None or type(rid) is not int:
@@ -218,7 +199,7 @@ class ComputeRunTimer:
             else:
                 stop = start + len(rest) - it.__length_hint__() - 1
                 break
-            # hand-over of a barrier or a V-side flag to V (no mask set-up), and V executing it
+            # hand-over to V (waiting for a queue slot), and V executing the entry
             tf = ring[0]
             if tf > t:
                 s_stall += tf - t
@@ -227,7 +208,17 @@ class ComputeRunTimer:
             a = free if free > t else t
             if first is None:
                 first = a
-            if code == _BAR:
+            if code == _VEC:
+                end = a + iss + lat
+                free = a + iss
+                if a >= cov:
+                    v_busy += end - a
+                    cov = end
+                elif end > cov:
+                    v_busy += end - cov
+                    cov = end
+                ring_append(a)
+            elif code == _BAR:
                 end = free = done if done > a else a
                 v_stall += end - a
                 ring_append(end)
