@@ -223,11 +223,7 @@ def scalar_unit(core, program):
             stall += getattr(rec, "s_stall", 0)
             if keep:
                 rows_append((cid, "S", "Macro:" + rec.name, seg[0], seg[1], seg[2], seg[3], seg[4], t0, t, 0, 0))
-            if t0 < seg[5]:
-                seg[5] = t0
-            if t > seg[6]:
-                seg[6] = t
-            seg[7] += 1
+            _span(seg, t0, t)
             continue
         elif typ is FetchEventID:  # inline: one per DMA idiom, and it never waits
             cnt["FetchEventID"] += 1
