@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cgdr_des.results import frames
 from cgdr_des.results.frames import OP_COLUMNS, build_result
 
 PIPES = ("S", "V", "MTE2", "MTE3")
@@ -184,6 +185,18 @@ def test_ops_frame_from_spans_when_ops_were_not_kept():
     assert res.items.equals(build(keep_ops=True)[2].items)
 
 
+def test_ops_frame_is_built_once_on_first_read_and_pickles_built():
+    import pickle
+
+    run, _, res = build()
+    assert "_ops" in vars(res) and not isinstance(vars(res)["_ops"], pd.DataFrame)  # not built yet
+    first = res.ops
+    assert res.ops is first and len(first) == len(run.ops)  # built once, then kept
+    _, _, fresh = build()
+    back = pickle.loads(pickle.dumps(fresh))
+    assert back.ops.equals(first) and back.items.equals(res.items)
+
+
 def test_outputs_are_passed_through():
     run, _ = synth_run(ASSIGN)
     out = {"out": np.ones((3, 2, 4), np.float16), "final_state": np.zeros((1, 2, 4, 4), np.float16)}
@@ -224,3 +237,26 @@ def test_invariants_on_random_schedules(assignment, seed):
     assert s["imbalance"] >= 1.0 - 1e-12
     assert res.cores["tokens"].sum() == items["seqlen"].sum() == s["tokens"]
     assert isinstance(res.summary, pd.DataFrame)
+
+
+@settings(max_examples=30, deadline=None)
+@given(assignments(), st.integers(0, 10_000))
+def test_fast_paths_give_the_general_paths_frames(assignment, seed):
+    # One item per (core, batch, head) takes the numpy paths; the merge-based ones must give the same
+    # frames exactly, also with items left without spans, spans of no item's key, and cores reported out
+    # of order with missing counters.
+    run, _ = synth_run(assignment, seed)
+    rng = np.random.default_rng(seed)
+    kept = [s for s in run.spans if rng.random() > 0.2] + [(0, "X", 7, 10_001, -1, 0, 0, 10**6, 1)]
+    spans = frames.spans_frame(kept)
+    rows = [(it.batch, it.head, it.vtile, it.seqlen, core) for core, its in enumerate(assignment) for it in its]
+    assert frames._one_item_per_key(rows)
+    items = frames._sole_items_frame(np.array(rows, np.int64), spans)
+    strict = {"check_exact": True, "check_index_type": True, "check_column_type": True}
+    pd.testing.assert_frame_equal(items, frames._merged_items_frame(rows, spans), **strict)
+    reported = [{**c, "first_V": None if c["core"] % 2 else 1, "busy_V": None if c["core"] == 0 else 5}
+                for c in run.cores[::-1]]
+    machine = pd.DataFrame(reported)
+    assert frames._reports_every_item_core(machine, items)
+    pd.testing.assert_frame_equal(frames._reported_cores_frame(machine, items),
+                                  frames._merged_cores_frame(machine, items), **strict)

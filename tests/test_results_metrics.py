@@ -40,6 +40,17 @@ def test_percentiles_are_ordered_and_bounded(xs):
     assert metrics.percentile(xs, 100) == max(xs) and metrics.percentile(xs, 0) == min(xs)
 
 
+@given(finishes)
+def test_tail_percentiles_are_the_single_percentiles(xs):
+    # tail_percentiles asks numpy for all q at once: the numbers must be percentile()'s exactly
+    assert metrics.tail_percentiles(xs, (0, 50, 95, 99, 100)) == {q: metrics.percentile(xs, q)
+                                                                  for q in (0, 50, 95, 99, 100)}
+
+
+def test_tail_percentiles_of_no_values_are_nan():
+    assert all(math.isnan(v) for v in metrics.tail_percentiles([]).values())
+
+
 def test_percentile_of_two_values_interpolates_linearly():
     assert metrics.percentile([0, 100], 99) == pytest.approx(99.0)
 

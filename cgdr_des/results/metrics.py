@@ -25,9 +25,11 @@ def percentile(values: Iterable[float], q: float) -> float:
 
 
 def tail_percentiles(values: Iterable[float], qs: Sequence[float] = (50, 95, 99)) -> dict[float, float]:
-    """``{q: percentile}`` for each q."""
+    """``{q: percentile}`` for each q (one numpy call for all of them: the same numbers, less overhead)."""
     a = _array(values)
-    return {q: percentile(a, q) for q in qs}
+    if not a.size:
+        return {q: math.nan for q in qs}
+    return {q: float(v) for q, v in zip(qs, np.percentile(a, list(qs)), strict=True)}
 
 
 def imbalance(finish: Iterable[float]) -> float:
