@@ -20,9 +20,11 @@ the completion cycle, then ``on_done(transfer)`` is called from the SimPy event 
 from __future__ import annotations
 
 import heapq
-import math
+from math import ceil
+from operator import attrgetter
 
 _EPS_BYTES = 1e-6      # bytes left below this count as moved (float residue of rate * cycles)
+_CAP_SEQ = attrgetter("cap", "seq")   # water-filling order: lowest cap first, ties by submission
 
 
 class Transfer:
@@ -36,15 +38,20 @@ class Transfer:
 
 
 class GmBus:
-    """The shared GM bandwidth of one chip. ``capacity`` in bytes per cycle."""
+    """The shared GM bandwidth of one chip. ``capacity`` in bytes per cycle.
+
+    Invariant after every re-plan at ``last``: nothing active has finished, nothing pending is due, and
+    ``timer_at`` (the live timer's cycle) is at or before every pending start and every active
+    transfer's planned completion.
+    """
 
     def __init__(self, env, capacity: float) -> None:
         self.env, self.capacity = env, capacity
         self.pending: list[tuple[int, int, Transfer]] = []   # (start, seq, transfer) heap
         self.active: list[Transfer] = []
         self.last = 0                 # cycle the active transfers' rem was last brought up to date
+        self.timer = None             # the live timer event; a superseded one fires and is ignored
         self.timer_at: int | None = None
-        self.timer_gen = 0
         self.seq = 0
         self.peak_active = 0
 
@@ -56,39 +63,51 @@ class GmBus:
         self.seq += 1
         tr = Transfer(start, nbytes, cap, on_done, self.seq)
         heapq.heappush(self.pending, (start, tr.seq, tr))
-        self._plan(now)
+        if start > now and self.last == now:
+            # Already re-planned at ``now`` (the usual case: a DMA leaves its pipe when a transfer ends)
+            # and the new transfer starts later: by the invariant a full re-plan could only move the
+            # timer forward to ``start``.
+            if self.timer_at is None or start < self.timer_at:
+                self._set_timer(start, now)
+        else:
+            self._plan(now)
         return tr
 
     # -------------------------------------------------------------- internals
 
-    def _advance(self, now: int) -> None:
-        dt = now - self.last
-        if dt:
-            for tr in self.active:
-                tr.rem -= tr.rate * dt
-        self.last = now
-
     def _share(self) -> None:
-        """Water-filling: the lowest caps first, each taking min(cap, what is left / how many left)."""
+        """Water-filling: the lowest caps first, each taking min(cap, what is left / how many left).
+        Only called with transfers active."""
         active = self.active
         n = len(active)
-        if n and max(tr.cap for tr in active) * n <= self.capacity:
+        if max([tr.cap for tr in active]) * n <= self.capacity:
             for tr in active:
                 tr.rate = tr.cap
             return
         left = self.capacity
-        for i, tr in enumerate(sorted(active, key=lambda t: (t.cap, t.seq))):
+        for i, tr in enumerate(sorted(active, key=_CAP_SEQ)):
             tr.rate = min(tr.cap, left / (n - i))
             left -= tr.rate
 
-    def _step(self, now: int) -> list[Transfer]:
-        """Bring the model to ``now``: finish what has moved, start what is due, re-share."""
-        self._advance(now)
-        finished = [tr for tr in self.active if tr.rem <= _EPS_BYTES]
+    def _finish(self, now: int) -> list[Transfer]:
+        """Advance the active transfers to ``now``; remove and return those whose bytes have all moved."""
+        active = self.active
+        dt = now - self.last
+        if dt:
+            for tr in active:
+                tr.rem -= tr.rate * dt
+        finished = [tr for tr in active if tr.rem <= _EPS_BYTES]
         if finished:
-            self.active = [tr for tr in self.active if tr.rem > _EPS_BYTES]
+            self.active = [tr for tr in active if tr.rem > _EPS_BYTES]
             for tr in finished:
                 tr.done = now
+        return finished
+
+    def _step(self, now: int) -> list[Transfer]:
+        """Bring the model to ``now``: finish what has moved, start what is due, re-share."""
+        finished = self._finish(now) if self.active else []
+        self.last = now
+        changed = bool(finished)
         pending = self.pending
         while pending and pending[0][0] <= now:
             tr = heapq.heappop(pending)[2]
@@ -97,14 +116,17 @@ class GmBus:
                 finished.append(tr)
             else:
                 self.active.append(tr)
-        self.peak_active = max(self.peak_active, len(self.active))
-        self._share()
+                changed = True
+        if changed and self.active:      # rates depend only on the set of active transfers
+            self.peak_active = max(self.peak_active, len(self.active))
+            self._share()
         return finished
 
     def _next_time(self, now: int) -> int | None:
         nxt = self.pending[0][0] if self.pending else None
         for tr in self.active:
-            t = now + max(1, math.ceil(tr.rem / tr.rate - 1e-9))
+            d = ceil(tr.rem / tr.rate - 1e-9)
+            t = now + (d if d > 1 else 1)
             if nxt is None or t < nxt:
                 nxt = t
         return nxt
@@ -113,15 +135,17 @@ class GmBus:
         finished = self._step(now)
         nxt = self._next_time(now)
         if nxt is not None and (self.timer_at is None or nxt < self.timer_at):
-            self.timer_gen += 1
-            self.timer_at = nxt
-            gen = self.timer_gen
-            self.env.timeout(nxt - now).callbacks.append(lambda _ev, g=gen: self._on_timer(g))
+            self._set_timer(nxt, now)
         for tr in finished:
             tr.on_done(tr)
 
-    def _on_timer(self, gen: int) -> None:
-        if gen != self.timer_gen:
+    def _set_timer(self, at: int, now: int) -> None:
+        self.timer_at = at
+        self.timer = ev = self.env.timeout(at - now)
+        ev.callbacks.append(self._on_timer)
+
+    def _on_timer(self, ev) -> None:
+        if ev is not self.timer:
             return                      # superseded by an earlier re-plan
-        self.timer_at = None
+        self.timer = self.timer_at = None
         self._plan(self.env.now)

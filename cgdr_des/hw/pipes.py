@@ -254,61 +254,81 @@ def _record_set(fl, fire: int, diag_double: bool, core, e) -> None:
 
 
 def mte_pipe(core, P: PipeState):
-    """An MTE2 or MTE3 automaton. Not hot (DMAs and their flags): state stays on ``P``."""
+    """An MTE2 or MTE3 automaton.
+
+    It runs once per DMA and flag of the program, so its counters live in locals, written back to
+    ``P`` whenever it yields (the scalar unit reads ``n_deq`` and ``ring`` for free slots and ``done``
+    at PipeBarrier<ALL>; while a DMA's data moves, another automaton runs).
+    """
     prof = core.profile
     depth, f, keep, cid, name = prof.queue_depth, prof.flag_cycles, core.keep_ops, core.cid, P.name
     diag_double = prof.flag_double_set == "diagnostic"
-    q = P.q
+    q, ring, popleft, rows_append = P.q, P.ring, P.q.popleft, core.rows.append
+    bar_op = "PipeBarrier:" + name
+    free, done, nd, busy, stall = P.free, P.done, P.n_deq, P.busy, P.stall
     while True:
-        if not q or (q[0][0] == WAIT and not q[0][5].sets):
-            _before_yield(core, P)
-            yield
-            continue
-        e = q.popleft()
-        code, seg, rec = e[0], e[3], e[2]
-        a = max(P.free, e[1])
-        P.ring[P.n_deq % depth] = a
-        P.n_deq += 1
-        if code == DMA:
-            end = yield from _dma(core, P, e, a)
-            op, elements, nbytes, work = "DataCopy:" + rec.direction, 0, rec.nbytes, end - a
-            P.free = end
-        elif code == BAR:
-            end, op, elements, nbytes, work = a, "PipeBarrier:" + name, 0, 0, 0
-        elif code == WAIT:
-            fl = e[5]
-            c = _consume(fl, a, diag_double, core, e)
-            P.stall += c - a
-            end, op, elements, nbytes, work = c + f, WAIT_OP[fl.event], fl.id, 0, f
-            P.free = P.ring[(P.n_deq - 1) % depth] = end
-        else:  # SET: everything earlier on an MTE pipe has completed (DMAs hold the pipe)
-            fl = e[5]
-            end = max(a, P.done) + f
-            _record_set(fl, end, diag_double, core, e)
-            op, elements, nbytes, work = SET_OP[fl.event], fl.id, 0, f
-            P.free = a + f
-        P.busy += work
-        P.done = max(P.done, end)
-        if a < seg[5]:
-            seg[5] = a
-        if end > seg[6]:
-            seg[6] = end
-        seg[7] += 1
-        if keep:
-            core.rows.append((cid, name, op, seg[0], seg[1], seg[2], seg[3], seg[4], a, end, elements, nbytes))
+        while q:
+            e = q[0]
+            code = e[0]
+            if code == WAIT and not e[5].sets:
+                break
+            popleft()
+            ti = e[1]
+            a = free if free > ti else ti
+            ring[nd % depth] = a
+            nd += 1
+            if code == DMA:
+                rec = e[2]
+                nbytes = rec.nbytes
+                if nbytes > 0:
+                    P.free, P.done, P.n_deq, P.busy, P.stall = free, done, nd, busy, stall
+                    tr = _submit(core, P, e, a, nbytes)
+                    while tr.done is None:
+                        yield
+                    P.outstanding, P.head = 0, None
+                    end = tr.done
+                else:
+                    end = a + 1
+                op, elements, work = DMA_OP[rec.direction], 0, end - a
+                free = end
+            elif code == BAR:
+                end, op, elements, nbytes, work = a, bar_op, 0, 0, 0
+            elif code == WAIT:
+                fl = e[5]
+                c = _consume(fl, a, diag_double, core, e)
+                stall += c - a
+                end, op, elements, nbytes, work = c + f, WAIT_OP[fl.event], fl.id, 0, f
+                free = ring[(nd - 1) % depth] = end
+            else:  # SET: everything earlier on an MTE pipe has completed (DMAs hold the pipe)
+                fl = e[5]
+                end = (a if a > done else done) + f
+                _record_set(fl, end, diag_double, core, e)
+                op, elements, nbytes, work = SET_OP[fl.event], fl.id, 0, f
+                free = a + f
+            busy += work
+            if end > done:
+                done = end
+            seg = e[3]
+            if a < seg[5]:
+                seg[5] = a
+            if end > seg[6]:
+                seg[6] = end
+            seg[7] += 1
+            if keep:
+                rows_append((cid, name, op, seg[0], seg[1], seg[2], seg[3], seg[4], a, end, elements, nbytes))
+        P.free, P.done, P.n_deq, P.busy, P.stall = free, done, nd, busy, stall
+        _before_yield(core, P)
+        yield
 
 
-def _dma(core, P: PipeState, e, a: int):
-    """Run one DMA starting at cycle ``a``; returns its completion cycle (a generator: it waits)."""
-    rec = e[2]
-    if rec.nbytes <= 0:
-        return a + 1
-    tr = core.bus.submit(a + e[5], rec.nbytes, e[6], P.on_done)
+DMA_OP = {d: "DataCopy:" + d for d in ("GM2UB", "UB2GM")}   # directions check_dma lets through
+
+
+def _submit(core, P: PipeState, e, a: int, nbytes: int):
+    """Hand a DMA starting at cycle ``a`` to the GM bus; the pipe is held until the transfer is done."""
+    tr = core.bus.submit(a + e[5], nbytes, e[6], P.on_done)
     P.outstanding, P.head = 1, e
     if P.s_waiting:                      # the DMA left the queue: a slot is free
         P.s_waiting = False
         core.ready.append(core.s_gen)
-    while tr.done is None:
-        yield
-    P.outstanding, P.head = 0, None
-    return tr.done
+    return tr
