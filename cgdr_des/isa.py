@@ -18,6 +18,7 @@ Pipes are the strings ``S`` (scalar unit), ``V`` (vector), ``MTE2`` (GM -> UB), 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 PIPES = ("S", "V", "MTE2", "MTE3")
@@ -279,6 +280,36 @@ class Macro:
     v_start: int
     v_end: int
     counts: tuple[tuple[str, int], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Repeat:
+    """``n`` back-to-back iterations of a loop body of compute records, given as ``body(i) -> list``:
+    a phase's first build hands it to the phase compiler instead of the n bodies (notes/kernel.md §5
+    loops run to L^2 or L*dk iterations).
+
+    The emitter's contract: every iteration's records cost the same (they may differ in UB addresses
+    only: no ScalarGm, no ScalarExp, equal VecOp op/dtype/n), so the compiler's timer can run
+    iterations until one leaves the pipes' relative state unchanged and extrapolate the rest
+    (:mod:`cgdr_des.hw.compute_run`). Nothing else takes a Repeat: :func:`expand` gives the records.
+    """
+
+    n: int
+    body: Callable[[int], list]
+
+
+def expand(records: list) -> list:
+    """``records`` with every Repeat (nested too) replaced by its iterations' records."""
+    if not any(type(r) is Repeat for r in records):
+        return records
+    out: list = []
+    for rec in records:
+        if type(rec) is Repeat:
+            for i in range(rec.n):
+                out += expand(rec.body(i))
+        else:
+            out.append(rec)
+    return out
 
 
 Record = (

@@ -27,6 +27,17 @@ SetFlag in program order, each entry's times depend only on earlier entries:
   earlier in program order, by S (V_S), which hands the new set over no earlier, or by V itself (V_V),
   free again only ``flag_cycles`` after it; so the set-side check is made for S's sets only.
 
+Repeat (:class:`~cgdr_des.isa.Repeat`: n iterations of a body whose records cost alike). The scan
+walks iterations, comparing the state before and after each in relative terms (:meth:`_State.relative`):
+S's clock is the origin; every cycle later records compare only with S's clock or later reads as its
+offset, or as 0 (-1 for a pending set's fire cycle) once at or below the clock. When an iteration
+leaves that relative state as it found it (and made no data-cache access), the next iteration meets
+the same relative state and the same costs, so it is the same iteration shifted by its duration, and
+so is every one after it: the remaining ones are added at once (:meth:`_State.extrapolate`). That
+is exact, not an estimate; the tests compare every field against the expanded loop on random
+bodies and on the kernel's loops. A Repeat of fewer than two iterations or of an empty body raises
+KernelDiagnostic (the compiler then times its expansion).
+
 Reported as :meth:`~cgdr_des.hw.core.Core.stats` reports them, minus ``kernel_launch_cycles``:
 ``s_cycles`` is S's last cycle (busy + stall), ``v_start`` the arrival of V's first entry, ``v_end``
 the latest end of anything V executed (both 0 if V ran nothing). ``counts`` are the
@@ -49,7 +60,7 @@ from typing import NamedTuple
 from cgdr_des.errors import KernelDiagnostic
 from cgdr_des.hw.costs import scalar_exp_cycles, scalar_kind_cycles, vec_params
 from cgdr_des.hw.profile import Profile
-from cgdr_des.isa import PipeBarrier, Scalar, ScalarGm, SetFlag, VecOp, WaitFlag
+from cgdr_des.isa import PipeBarrier, Repeat, Scalar, ScalarGm, SetFlag, VecOp, WaitFlag
 
 #: The HardEvents a compute run may use: S sets S_V and V waits it; V sets V_S and S waits it; V_V is V's.
 COMPUTE_EVENTS = ("S_V", "V_S", "V_V")
@@ -88,27 +99,34 @@ class ComputeRunTimer:
         return timing
 
     def scan(self, records: list, start: int, dcache) -> tuple[RunTiming, int]:
-        """Time the maximal compute run beginning at ``records[start]``; returns (timing, end index).
+        """Time the maximal compute run beginning at ``records[start]``; returns (timing, end index)."""
+        t0 = self.consts[0]
+        st = _State(t0, self.profile.queue_depth, self.profile.event_ids_per_hard_event)
+        stop = self._walk(records, start, st, dcache)
+        if any(any(pending) for pending, _ in st.flags.values()):
+            raise KernelDiagnostic("a SetFlag of the run is not waited in it")
+        counts = _counts(st.scalar_n, st.n_vec, st.n_bar, st.n_ld, st.n_st, st.n_sets)
+        if st.first is None:
+            return RunTiming(st.t - t0, 0, 0, counts, st.s_stall, 0, 0), stop
+        return RunTiming(st.t - t0, st.first - t0, st.done - t0, counts, st.s_stall, st.v_busy, st.v_stall), stop
 
-        One loop over the records, state in locals (it runs once per record of every compiled run).
-        Scalar work is done inline; a VecOp, a barrier or a flag V executes falls through to the
-        shared hand-over at the bottom with ``code`` (a VecOp's issue and latency cycles in ``iss``,
-        ``lat``; a flag's pending sets in ``pend`` and its consume cycles in ``cons``). WaitFlags are not
-        counted: a run that ends without a raise is balanced, so each event has as many waits as sets.
+    def _walk(self, records: list, start: int, st: _State, dcache) -> int:
+        """Advance ``st`` through ``records[start:]`` up to the first record outside the compute subset;
+        returns its index (``len(records)`` if none).
+
+        One loop over the records, state in locals (it runs once per record of every compiled run),
+        put back in ``st`` around a Repeat (:meth:`_repeat`) and at the end. Scalar work is done
+        inline; a VecOp, a barrier or a flag V executes falls through to the shared hand-over at the
+        bottom with ``code`` (a VecOp's issue and latency cycles in ``iss``, ``lat``; a flag's pending
+        sets in ``pend`` and its consume cycles in ``cons``). WaitFlags are not counted: a run that
+        ends without a raise is balanced, so each event has as many waits as sets.
         """
-        (t0, f, api, disp, depth, n_ids, stall_policy, diag_double, vp, kc, gm_ld, gm_st,
-         gm_miss) = self.consts
+        (_, f, api, disp, _, n_ids, stall_policy, diag_double, vp, kc, gm_ld, gm_st, gm_miss) = self.consts
         access, lines, line_bytes = dcache.access, dcache.lines, dcache.line_bytes
         to_end = lines.move_to_end
-        t = free = done = cov = t0
-        s_stall = v_busy = v_stall = n_vec = n_bar = n_ld = n_st = 0
-        first = None
-        ring = deque([t0] * depth, maxlen=depth)    # dequeue cycles of the last ``depth`` V entries
-        ring_append = ring.append
-        flags = {ev: _flag_state(n_ids) for ev in COMPUTE_EVENTS}   # event -> (pending sets, consumes)
-        n_sets = dict.fromkeys(COMPUTE_EVENTS, 0)
-        scalar_n: dict[str, int] = {}
-        scalar_get = scalar_n.get
+        (t, free, done, cov, s_stall, v_busy, v_stall, n_vec, n_bar, n_ld, n_st, first, n_v) = st.scalars()
+        ring, flags, n_sets, scalar_n = st.ring, st.flags, st.n_sets, st.scalar_n
+        ring_append, scalar_get = ring.append, scalar_n.get
         rest = records[start:]
         it = iter(rest)
         stop = len(records)
@@ -196,6 +214,11 @@ class ComputeRunTimer:
             elif typ is PipeBarrier and rec.pipe == "V":
                 code = _BAR
                 n_bar += 1
+            elif typ is Repeat:
+                st.put(t, free, done, cov, s_stall, v_busy, v_stall, n_vec, n_bar, n_ld, n_st, first, n_v)
+                self._repeat(rec, st, dcache)
+                (t, free, done, cov, s_stall, v_busy, v_stall, n_vec, n_bar, n_ld, n_st, first, n_v) = st.scalars()
+                continue
             else:
                 stop = start + len(rest) - it.__length_hint__() - 1
                 break
@@ -205,6 +228,7 @@ class ComputeRunTimer:
                 s_stall += tf - t
                 t = tf
             t += disp
+            n_v += 1
             a = free if free > t else t
             if first is None:
                 first = a
@@ -245,12 +269,106 @@ class ComputeRunTimer:
                 ring_append(end)
             if end > done:
                 done = end
-        if any(any(pending) for pending, _ in flags.values()):
-            raise KernelDiagnostic("a SetFlag of the run is not waited in it")
-        counts = _counts(scalar_n, n_vec, n_bar, n_ld, n_st, n_sets)
-        if first is None:
-            return RunTiming(t - t0, 0, 0, counts, s_stall, 0, 0), stop
-        return RunTiming(t - t0, first - t0, done - t0, counts, s_stall, v_busy, v_stall), stop
+        st.put(t, free, done, cov, s_stall, v_busy, v_stall, n_vec, n_bar, n_ld, n_st, first, n_v)
+        return stop
+
+    def _repeat(self, rep: Repeat, st: _State, dcache) -> None:
+        """Run ``rep``'s iterations on ``st`` until one leaves the relative state unchanged, then add
+        the remaining iterations' shift and counts at once (exact: module docstring, "Repeat")."""
+        if rep.n < 2:   # stands for fewer records than a run needs: compiled as its expansion
+            raise KernelDiagnostic(f"a Repeat of {rep.n} iterations")
+        before = st.relative()
+        for i in range(rep.n):
+            body = rep.body(i)
+            if not body:
+                raise KernelDiagnostic("a Repeat of an empty body")
+            snap, lookups = st.totals(), dcache.hits + dcache.misses
+            stop = self._walk(body, 0, st, dcache)
+            if stop != len(body):
+                raise KernelDiagnostic(f"a Repeat body holds a non-compute record ({type(body[stop]).__name__})")
+            left = rep.n - i - 1
+            if not left:
+                return
+            after = st.relative()
+            if after == before and dcache.hits + dcache.misses == lookups:
+                st.extrapolate(snap, left)
+                return
+            before = after
+
+
+class _State:
+    """What the scan carries from record to record: S's clock; V's free/done/cover cycles, first
+    start and the ring of dequeue cycles; the flags; the stall/busy totals and counts."""
+
+    __slots__ = ("t", "free", "done", "cov", "s_stall", "v_busy", "v_stall", "n_vec", "n_bar", "n_ld", "n_st",
+                 "first", "n_v", "ring", "flags", "n_sets", "scalar_n")
+
+    def __init__(self, t0: int, depth: int, n_ids: int) -> None:
+        self.put(t0, t0, t0, t0, 0, 0, 0, 0, 0, 0, 0, None, 0)   # n_v: entries handed to V
+        self.ring = deque([t0] * depth, maxlen=depth)   # dequeue cycles of the last ``depth`` V entries
+        self.flags = {ev: _flag_state(n_ids) for ev in COMPUTE_EVENTS}   # event -> (pending sets, consumes)
+        self.n_sets = dict.fromkeys(COMPUTE_EVENTS, 0)
+        self.scalar_n: dict[str, int] = {}
+
+    def scalars(self) -> tuple:
+        return (self.t, self.free, self.done, self.cov, self.s_stall, self.v_busy, self.v_stall, self.n_vec,
+                self.n_bar, self.n_ld, self.n_st, self.first, self.n_v)
+
+    def put(self, t, free, done, cov, s_stall, v_busy, v_stall, n_vec, n_bar, n_ld, n_st, first, n_v) -> None:
+        (self.t, self.free, self.done, self.cov, self.s_stall, self.v_busy, self.v_stall, self.n_vec,
+         self.n_bar, self.n_ld, self.n_st, self.first, self.n_v) = (t, free, done, cov, s_stall, v_busy, v_stall,
+                                                                    n_vec, n_bar, n_ld, n_st, first, n_v)
+
+    def relative(self) -> tuple:
+        """Everything later records can observe, relative to S's clock ``t``. Later records compare
+        free, done, cover, dequeue and consume cycles only with cycles >= t, so any of them <= t reads
+        as t (0 here); a pending set's fire cycle also meets ``<`` against a consume cycle that may
+        equal t, so one below t reads as -1. Flags are listed only where they hold something."""
+        t = self.t
+        ring = tuple([x - t if x > t else 0 for x in self.ring])
+        flags = [(ev, rid, tuple([x - t if x >= t else -1 for x in fires]), c - t if c > t else 0)
+                 for ev, (pend, cons) in self.flags.items()
+                 for rid, (fires, c) in enumerate(zip(pend, cons, strict=True)) if fires or c > t]
+        free, done, cov = self.free - t, self.done - t, self.cov - t
+        return (free if free > 0 else 0, done if done > 0 else 0, cov if cov > 0 else 0, self.first is None,
+                ring, flags)
+
+    def totals(self) -> tuple:
+        return (*self.scalars(), dict(self.n_sets), dict(self.scalar_n))
+
+    def extrapolate(self, before: tuple, left: int) -> None:
+        """Account for ``left`` more iterations, each a copy of the one that took the state from
+        ``before`` (a :meth:`totals`) to now, shifted by its duration: every cycle moves on by
+        ``left`` durations, every total and count grows by ``left`` iterations' worth. ``done`` moves
+        only if the iteration handed V something: each such iteration ends V's work at or past its own
+        start, so past the previous done (which it may equal: an iteration that only adds to done
+        what equals it still moves it next time); with nothing for V it stays where it was."""
+        (t, _, _, _, s_stall, v_busy, v_stall, n_vec, n_bar, n_ld, n_st, _, n_v, n_sets, scalar_n) = before
+        shift = (self.t - t) * left
+        self.t += shift
+        self.free += shift
+        self.cov += shift
+        if self.n_v != n_v:
+            self.done += shift
+            self.n_v += (self.n_v - n_v) * left
+        ring = self.ring
+        for i in range(len(ring)):
+            ring[i] += shift
+        for pend, cons in self.flags.values():
+            for fires in pend:
+                for i in range(len(fires)):
+                    fires[i] += shift
+            cons[:] = [c + shift for c in cons]
+        self.s_stall += (self.s_stall - s_stall) * left
+        self.v_busy += (self.v_busy - v_busy) * left
+        self.v_stall += (self.v_stall - v_stall) * left
+        self.n_vec += (self.n_vec - n_vec) * left
+        self.n_bar += (self.n_bar - n_bar) * left
+        self.n_ld += (self.n_ld - n_ld) * left
+        self.n_st += (self.n_st - n_st) * left
+        for counts, old in ((self.n_sets, n_sets), (self.scalar_n, scalar_n)):
+            for k, n in counts.items():
+                counts[k] = n + (n - old.get(k, 0)) * left
 
 
 def time_compute_run(run: list, profile: Profile, dcache) -> RunTiming:

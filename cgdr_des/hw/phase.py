@@ -16,6 +16,10 @@ it is exact where it answers (see its module), and where it does not (a diagnost
 run) the data cache is put back and the machine decides as before. ``exact_machine=True`` always
 runs the machine (the reference the fast timer is tested against).
 
+Loops of like iterations reach the compiler as :class:`~cgdr_des.isa.Repeat` records (the kernel
+emits them when ``accepts_repeat``): the timer walks a few iterations and extrapolates the rest
+exactly; wherever the machine must see the records (``exact_machine``, a fallback), they are expanded.
+
 The compiler emits :class:`TimedMacro`, a Macro that also carries how the run's time splits into
 busy and stalled cycles, so per-pipe utilisation agrees with ``instr`` (a plain Macro counts its
 whole span as busy).
@@ -41,7 +45,19 @@ from cgdr_des.hw.compute_run import COMPUTE_EVENTS, ComputeRunTimer, RunTiming
 from cgdr_des.hw.dcache import DataCache
 from cgdr_des.hw.machine import Machine
 from cgdr_des.hw.profile import Profile
-from cgdr_des.isa import Dma, Macro, PipeBarrier, Scalar, ScalarGm, SetFlag, VecOp, WaitFlag, record_kind
+from cgdr_des.isa import (
+    Dma,
+    Macro,
+    PipeBarrier,
+    Repeat,
+    Scalar,
+    ScalarGm,
+    SetFlag,
+    VecOp,
+    WaitFlag,
+    expand,
+    record_kind,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +103,7 @@ def merge_dma_runs(records: list) -> list:
 def is_compute(rec) -> bool:
     """Whether ``rec`` only involves the scalar unit and the vector pipe."""
     t = type(rec)
-    if t is Scalar or t is VecOp or t is ScalarGm:
+    if t is Scalar or t is VecOp or t is ScalarGm or t is Repeat:
         return True
     if t is PipeBarrier:
         return rec.pipe == "V"
@@ -100,8 +116,9 @@ class PhaseRecorder:
     """Stands in for a launch's compiler (``launch.compiler``): keeps each phase's records, in the
     order phase fidelity would compile them, and returns them unchanged (to inspect or time them)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, repeats: bool = False) -> None:
         self.phases: list[list] = []
+        self.accepts_repeat = repeats   # True: loops stay isa.Repeat records, as the compiler gets them
 
     def compile(self, records: list) -> list:
         self.phases.append(list(records))
@@ -115,6 +132,10 @@ class PhaseCompiler:
     timer does, with the machine as fallback, and both give the same records, counters and cache.
     """
 
+    #: phases hand loops of like iterations over as isa.Repeat (the timer extrapolates them; every
+    #: path to the machine expands them first)
+    accepts_repeat = True
+
     def __init__(self, profile: Profile, name: str = "compute", *, exact_machine: bool = False) -> None:
         self.profile, self.name = profile, name
         self.machine = Machine(profile, keep_ops=False)
@@ -125,7 +146,7 @@ class PhaseCompiler:
 
     def compile(self, records: list) -> list:
         records = records if type(records) is list else list(records)
-        out = self._compile_machine(records) if self.timer is None else self._compile_fast(records)
+        out = self._compile_machine(expand(records)) if self.timer is None else self._compile_fast(records)
         return merge_dma_runs(out)
 
     def macro(self, run: list) -> TimedMacro:
@@ -143,6 +164,7 @@ class PhaseCompiler:
 
     def machine_macro(self, run: list) -> TimedMacro:
         """:meth:`macro` by the machine itself."""
+        run = expand(run)
         result = self.machine.run([run], dcaches=[self.dcache])
         core, t0 = result.cores[0], self.profile.kernel_launch_cycles
         ran_v = core["first_V"] is not None
@@ -158,10 +180,11 @@ class PhaseCompiler:
         """Runs found and timed by the fast timer's scan; the records between them copied."""
         out, i, n = [], 0, len(records)
         while i < n:
-            if i + 1 < n and is_compute(records[i]) and is_compute(records[i + 1]):
+            rec = records[i]
+            if is_compute(rec) and (type(rec) is Repeat or i + 1 < n and is_compute(records[i + 1])):
                 i = self._compile_run(records, i, out)
             else:           # a run of one record stays explicit, like any other record
-                out.append(records[i])
+                out.append(rec)
                 i += 1
         return out
 
@@ -174,7 +197,7 @@ class PhaseCompiler:
         except KernelDiagnostic:
             _restore(self.dcache, saved)
             j = _run_end(records, i)
-            out.extend(self._replace(records[i:j]))
+            out.extend(self._compile_machine(expand(records[i:j])))   # a Repeat's body may break the run
             return j
         self.compiled_runs += 1
         out.append(self._timed(timing))

@@ -14,6 +14,7 @@ from cgdr_des.isa import (
     EventHandle,
     FetchEventID,
     PipeBarrier,
+    Repeat,
     Scalar,
     ScalarGm,
     SetFlag,
@@ -56,6 +57,17 @@ def vec(op: str, n: int, dst: int, *srcs: int, dtype: str = "fp32", dst_bytes: i
         rec = _VECOPS[key] = VecOp(
             op, dtype, n, (dst, n * dst_bytes), tuple((s, n * src_bytes) for s in srcs))
     return rec
+
+
+def loop(core, out: list, n: int, body) -> None:
+    """``for i in range(n): out += body(i)``; for the phase compiler one Repeat(n, body) instead, so
+    its timer builds and times only the first few iterations. ``body(i)`` must keep the Repeat
+    contract (isa.Repeat: iterations differ in UB addresses only)."""
+    if core.compress and n > 2:
+        out.append(Repeat(n, body))
+    else:
+        for i in range(n):
+            out += body(i)
 
 
 def fetch_sync(out: list, event: str) -> None:

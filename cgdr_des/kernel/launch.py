@@ -127,6 +127,8 @@ class CoreState:
         self.numerics = launch.numerics if numbers else "off"
         #: False: one lane, the chunk's own head; True: one lane per value head, side by side (batched.py)
         self.all_heads = all_heads
+        #: loops of like iterations go to the phase compiler as isa.Repeat records (emit.loop)
+        self.compress = bool(getattr(launch.compiler, "accepts_repeat", False))
         t = launch.tiling
         self.v_step = t.v_step
         self.v_aligned = t.v_step_aligned  # vStepAligned_ (= avFp32)

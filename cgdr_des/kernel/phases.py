@@ -26,6 +26,7 @@ from cgdr_des.kernel.emit import (
     dma_in,
     fetch_sync,
     gm_load,
+    loop,
     scalar,
     vec,
 )
@@ -202,9 +203,15 @@ def attn_matrix_lower(core, ch, out: list) -> None:
         return
     k0, kb0 = core.ub("chunkKFp32"), core.ub("kCumdecayFp32")
     for i in range(1, L):
-        for j in range(i):
-            dot_fp32_records(core, kb0 + 4 * i * aK, k0 + 4 * j * aK, out)
-            out += [UB_LOAD, ALU, UB_STORE]
+        loop(core, out, i, lambda j, lhs=kb0 + 4 * i * aK: _dot_store(core, lhs, k0 + 4 * j * aK))
+
+
+def _dot_store(core, lhs: int, rhs: int) -> list:
+    """One DotFp32 and the scalar store of its result into the score row."""
+    out: list = []
+    dot_fp32_records(core, lhs, rhs, out)
+    out += [UB_LOAD, ALU, UB_STORE]
+    return out
 
 
 def compute_recursive_attn(core, ch, out: list) -> None:
@@ -256,9 +263,7 @@ def _attn_matrix_query_records(core, ch, cached: bool, out: list) -> None:
             out.extend(gm_load(gm.addr("query", row + d), 2) for d in range(sh.dk))
             out += [scalar("alu", sh.dk), scalar("ub_store", sh.dk), *S_V]
             lhs = d0
-        for j in range(i + 1):
-            dot_fp32_records(core, lhs, k0 + 4 * j * aK, out)
-            out += [UB_LOAD, ALU, UB_STORE]
+        loop(core, out, i + 1, lambda j, lhs=lhs: _dot_store(core, lhs, k0 + 4 * j * aK))
 
 
 def compute_k_cumdecay(core, ch, out: list) -> None:
@@ -272,12 +277,10 @@ def compute_k_cumdecay(core, ch, out: list) -> None:
     if not core.emit:
         return
     k0, kb0 = core.ub("chunkKFp32"), core.ub("kCumdecayFp32")
-    for i in range(L):
-        out += [UB_LOAD, *S_V, vec("Muls", sh.dk, kb0 + 4 * i * aK, kb0 + 4 * i * aK)]
+    loop(core, out, L, lambda i: [UB_LOAD, *S_V, vec("Muls", sh.dk, kb0 + 4 * i * aK, kb0 + 4 * i * aK)])
     out.extend(V_S)
     for i in range(L):
         row = k0 + 4 * i * aK
         out += [vec("Duplicate", sh.dk, row), PB_V]
-        for k in range(i + 1):
-            out += [UB_LOAD, *S_V, vec("Axpy", sh.dk, row, kb0 + 4 * k * aK), PB_V]
+        loop(core, out, i + 1, lambda k, row=row: [UB_LOAD, *S_V, vec("Axpy", sh.dk, row, kb0 + 4 * k * aK), PB_V])
     out.extend(V_S)

@@ -25,6 +25,7 @@ from cgdr_des.kernel.emit import (
     fetch_sync,
     gm_load,
     gm_store,
+    loop,
     scalar,
     vec,
 )
@@ -79,8 +80,7 @@ def compute_value_new(core, ch, out: list) -> None:
     a0, v0 = core.ub("chunkAttnOutFp32"), core.ub("chunkVFp32")
     out += [vec("Duplicate", L * V, a0), PB_V]
     for i in range(L):
-        for k in range(i + 1):
-            out += [UB_LOAD, *S_V, vec("Axpy", V, a0 + 4 * i * V, v0 + 4 * k * V), PB_V]
+        loop(core, out, i + 1, lambda k, row=a0 + 4 * i * V: [UB_LOAD, *S_V, vec("Axpy", V, row, v0 + 4 * k * V), PB_V])
 
 
 def load_state_tile(core, ch, v_i: int, cv: int, out: list) -> None:
@@ -124,12 +124,14 @@ def compute_v_new(core, ch, out: list) -> None:
     if not core.emit:
         return
     v0, s0, a0 = core.ub("chunkVFp32"), core.ub("stateInFp32"), core.ub("chunkAttnOutFp32")
-    for i in range(L):
+
+    def one_row(i: int) -> list:
         row = v0 + 4 * i * V
-        out += [vec("Duplicate", V, row), PB_V]
-        for d in range(sh.dk):
-            out += [UB_LOAD, *S_V, vec("Axpy", V, row, s0 + 4 * d * V), PB_V]
-        out += [vec("Muls", V, row, row), PB_V, vec("Add", V, row, row, a0 + 4 * i * V), PB_V]
+        recs = [vec("Duplicate", V, row), PB_V]
+        loop(core, recs, sh.dk, lambda d: [UB_LOAD, *S_V, vec("Axpy", V, row, s0 + 4 * d * V), PB_V])
+        return recs + [vec("Muls", V, row, row), PB_V, vec("Add", V, row, row, a0 + 4 * i * V), PB_V]
+
+    loop(core, out, L, one_row)
 
 
 def compute_attn_inter(core, ch, out: list) -> None:
@@ -162,8 +164,7 @@ def accum_output(core, ch, out: list) -> None:
         return
     a0, v0 = core.ub("chunkAttnOutFp32"), core.ub("chunkVFp32")
     for i in range(L):
-        for j in range(i + 1):
-            out += [UB_LOAD, *S_V, vec("Axpy", V, a0 + 4 * i * V, v0 + 4 * j * V), PB_V]
+        loop(core, out, i + 1, lambda j, row=a0 + 4 * i * V: [UB_LOAD, *S_V, vec("Axpy", V, row, v0 + 4 * j * V), PB_V])
 
 
 def write_attn_tile_to_gm(core, ch, v_i: int, cv: int, out: list) -> None:
