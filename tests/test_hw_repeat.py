@@ -8,6 +8,8 @@ Repeats, every flag_double_set policy, and the kernel's own loops.
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -30,7 +32,7 @@ from cgdr_des.hw import load_profile
 from cgdr_des.hw.compute_run import time_compute_run
 from cgdr_des.hw.dcache import DataCache
 from cgdr_des.hw.phase import PhaseCompiler, PhaseRecorder
-from cgdr_des.isa import EventHandle, FetchEventID, Repeat, SetFlag, VecOp, WaitFlag, expand
+from cgdr_des.isa import EventHandle, FetchEventID, Repeat, Scalar, ScalarGm, SetFlag, VecOp, WaitFlag, expand
 from cgdr_des.kernel.functional import build_launch
 from cgdr_des.workload.tensors import make_inputs
 
@@ -162,3 +164,42 @@ def test_compile_falls_back_to_the_expansion_of_a_repeat_it_cannot_time(policy, 
     fast, exact = PhaseCompiler(prof), PhaseCompiler(prof, exact_machine=True)
     assert canon(fast.compile(records)) == canon(exact.compile(expand(records)))
     assert cache_state(fast.dcache) == cache_state(exact.dcache)
+
+
+def _declared(body: list, i: int, stride: int, exps: list[float]) -> list:
+    """``body`` at iteration i: its ScalarGm addresses moved by ``stride * i``, its ScalarExp arguments
+    taken from ``exps`` in turn (so hits, misses and exp costs vary from iteration to iteration)."""
+    out, e = [], itertools.cycle(exps[i % len(exps):] + exps[:i % len(exps)])
+    for r in shifted(body, i):
+        if type(r) is ScalarGm:
+            r = ScalarGm(r.addr + stride * i, r.nbytes, r.store)
+        elif type(r) is Scalar and r.kind == "exp":
+            r = Scalar("exp", 1, next(e))
+        out.append(r)
+    return out
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs, programs, st.integers(2, 80), st.sampled_from([0, 2, 8, 64, 200]),
+       st.lists(st.sampled_from([0.5, 1.5, 3.0, 40.0]), min_size=1, max_size=3), st.booleans(), knobs)
+def test_repeats_declaring_gm_and_exp_time_as_their_expansion(policy, pre, body, n, stride, exps, nest, overrides):
+    """Iterations that hit and miss differently, and whose ScalarExp costs differ: extrapolated only
+    over iterations that match the steady one, so still exactly the expansion's numbers and cache."""
+    prof = load_profile("atlas-300i-duo", {**overrides, "flag_double_set": policy})
+
+    def it(i):
+        return _declared(body, i, stride, exps)
+
+    def gm(i):
+        return tuple((r.addr, r.nbytes) for r in it(i) if type(r) is ScalarGm)
+
+    def exp(i):
+        return tuple(r.arg for r in it(i) if type(r) is Scalar and r.kind == "exp")
+
+    rep = Repeat(n, it, gm, exp)
+    records = [*pre, Repeat(3, lambda i: [*pre, rep]) if nest else rep, *pre]
+    got, expanded, machine = timed_both(prof, records)
+    assert got == expanded
+    if got[0] != "raises":
+        assert got == machine

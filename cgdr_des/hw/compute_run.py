@@ -31,12 +31,16 @@ Repeat (:class:`~cgdr_des.isa.Repeat`: n iterations of a body whose records cost
 walks iterations, comparing the state before and after each in relative terms (:meth:`_State.relative`):
 S's clock is the origin; every cycle later records compare only with S's clock or later reads as its
 offset, or as 0 (-1 for a pending set's fire cycle) once at or below the clock. When an iteration
-leaves that relative state as it found it (and made no data-cache access), the next iteration meets
-the same relative state and the same costs, so it is the same iteration shifted by its duration, and
-so is every one after it: the remaining ones are added at once (:meth:`_State.extrapolate`). That
-is exact, not an estimate; the tests compare every field against the expanded loop on random
-bodies and on the kernel's loops. A Repeat of fewer than two iterations or of an empty body raises
-KernelDiagnostic (the compiler then times its expansion).
+leaves that relative state as it found it, the next iteration meets the same relative state and, if
+it has the same costs, is the same iteration shifted by its duration, and so is every one after it
+with the same costs: they are added at once (:meth:`_State.extrapolate`). Without declared costs
+(no ScalarGm or ScalarExp, and no data-cache access seen) that is all the remaining iterations; with
+``Repeat.gm`` / ``Repeat.exp`` it is the following iterations whose accesses hit and miss as the
+steady one's did and whose ScalarExp arguments cost what its did (the cache is touched for them in
+order); the first that differs is walked, and so on. That is exact, not an estimate: the tests
+compare every field against the expanded loop, on random bodies and on the kernel's loops. A Repeat
+of fewer than two iterations or of an empty body raises KernelDiagnostic (the compiler then times
+its expansion).
 
 Reported as :meth:`~cgdr_des.hw.core.Core.stats` reports them, minus ``kernel_launch_cycles``:
 ``s_cycles`` is S's last cycle (busy + stall), ``v_start`` the arrival of V's first entry, ``v_end``
@@ -273,27 +277,59 @@ class ComputeRunTimer:
         return stop
 
     def _repeat(self, rep: Repeat, st: _State, dcache) -> None:
-        """Run ``rep``'s iterations on ``st`` until one leaves the relative state unchanged, then add
-        the remaining iterations' shift and counts at once (exact: module docstring, "Repeat")."""
+        """Run ``rep``'s iterations on ``st``; once one leaves the relative state unchanged, add the
+        following iterations' shift and counts at once (exact: module docstring, "Repeat"): all the
+        rest when the body declares no ScalarGm or ScalarExp, else as many as meet the same cache
+        hits and ScalarExp costs as the steady one (the cache is touched for them in order)."""
         if rep.n < 2:   # stands for fewer records than a run needs: compiled as its expansion
             raise KernelDiagnostic(f"a Repeat of {rep.n} iterations")
-        before = st.relative()
-        for i in range(rep.n):
+        varies = rep.gm is not None or rep.exp is not None
+        before, i, n = st.relative(), 0, rep.n
+        while i < n:
             body = rep.body(i)
             if not body:
                 raise KernelDiagnostic("a Repeat of an empty body")
+            key = self._costs(rep, i, dcache, probe=True) if varies else None
             snap, lookups = st.totals(), dcache.hits + dcache.misses
             stop = self._walk(body, 0, st, dcache)
             if stop != len(body):
                 raise KernelDiagnostic(f"a Repeat body holds a non-compute record ({type(body[stop]).__name__})")
-            left = rep.n - i - 1
-            if not left:
+            i += 1
+            if i == n:
                 return
             after = st.relative()
-            if after == before and dcache.hits + dcache.misses == lookups:
-                st.extrapolate(snap, left)
-                return
-            before = after
+            steady, before = after == before, after
+            if not steady:
+                continue
+            if not varies:
+                if dcache.hits + dcache.misses == lookups:   # else the body broke its contract: walk on
+                    st.extrapolate(snap, n - i)
+                    return
+                continue
+            k = i
+            while k < n and self._costs(rep, k, dcache, probe=False, like=key):
+                k += 1
+            if k > i:
+                st.extrapolate(snap, k - i)
+                i = k
+
+    def _costs(self, rep: Repeat, i: int, dcache, *, probe: bool, like=None):
+        """Iteration i's declared costs: (ScalarExp cycles, which accesses hit). ``probe``: return them,
+        the cache left as it was. Else: whether they equal ``like``, touching the cache for iteration
+        i if so (as its records would) and leaving it as it was if not."""
+        exp = tuple(_arg_cycles(a, self.profile) for a in rep.exp(i)) if rep.exp is not None else ()
+        if not probe and exp != like[0]:
+            return False
+        if rep.gm is None:
+            return (exp, ()) if probe else True
+        accesses = rep.gm(i)
+        if not probe and all(like[1]):      # all hits: checked without touching, then touched
+            return dcache.hit_all(accesses)
+        saved = dcache.state()
+        hits = dcache.hits_of(accesses)
+        if probe or hits != like[1]:
+            dcache.restore(saved)
+        return (exp, hits) if probe else hits == like[1]
 
 
 class _State:
@@ -379,10 +415,14 @@ def time_compute_run(run: list, profile: Profile, dcache) -> RunTiming:
 def _exp_cycles(rec, profile: Profile) -> int:
     if rec.kind != "exp":
         raise KernelDiagnostic(f"Scalar kind {rec.kind!r} has no cost")
+    return rec.count * _arg_cycles(rec.arg, profile)
+
+
+def _arg_cycles(arg: float, profile: Profile) -> int:
     try:
-        return rec.count * scalar_exp_cycles(rec.arg, profile.scalar_alu_cycles, profile.scalar_div_cycles)
+        return scalar_exp_cycles(arg, profile.scalar_alu_cycles, profile.scalar_div_cycles)
     except ValueError as exc:
-        raise KernelDiagnostic(f"Scalar exp(arg={rec.arg}): {exc}") from None
+        raise KernelDiagnostic(f"Scalar exp(arg={arg}): {exc}") from None
 
 
 def _flag_state(n_ids: int) -> tuple[list, list]:

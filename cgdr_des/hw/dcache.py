@@ -38,3 +38,32 @@ class DataCache:
         else:
             self.misses += 1
         return hit
+
+    def hits_of(self, accesses) -> tuple[bool, ...]:
+        """:meth:`access` each ``(addr, nbytes)`` in order; which of them hit."""
+        return tuple([self.access(addr, nbytes) for addr, nbytes in accesses])
+
+    def state(self) -> tuple:
+        """What the cache holds: its lines in LRU order and its hit / miss counters."""
+        return self.lines.copy(), self.hits, self.misses
+
+    def restore(self, saved: tuple) -> None:
+        """Back to a :meth:`state`, in place (a scan holding ``lines`` keeps seeing the cache)."""
+        lines, self.hits, self.misses = saved
+        self.lines.clear()
+        self.lines.update(lines)
+
+    def hit_all(self, accesses) -> bool:
+        """If every line of every ``(addr, nbytes)`` access is resident: touch them in order and count
+        each access a hit, as :meth:`access` would, and return True. Otherwise change nothing and return
+        False (hits never evict, so residency checked up front holds for the whole sequence)."""
+        lines, lb = self.lines, self.line_bytes
+        spans = [(addr // lb, (addr + max(nbytes, 1) - 1) // lb) for addr, nbytes in accesses]
+        if not all(line in lines for first, last in spans for line in range(first, last + 1)):
+            return False
+        to_end = lines.move_to_end
+        for first, last in spans:
+            for line in range(first, last + 1):
+                to_end(line)
+        self.hits += len(spans)
+        return True

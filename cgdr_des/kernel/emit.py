@@ -59,12 +59,13 @@ def vec(op: str, n: int, dst: int, *srcs: int, dtype: str = "fp32", dst_bytes: i
     return rec
 
 
-def loop(core, out: list, n: int, body) -> None:
-    """``for i in range(n): out += body(i)``; for the phase compiler one Repeat(n, body) instead, so
-    its timer builds and times only the first few iterations. ``body(i)`` must keep the Repeat
-    contract (isa.Repeat: iterations differ in UB addresses only)."""
+def loop(core, out: list, n: int, body, gm=None, exp=None) -> None:
+    """``for i in range(n): out += body(i)``; for the phase compiler one Repeat(n, body, gm, exp)
+    instead, so its timer builds and times only a few iterations. ``body(i)`` must keep the Repeat
+    contract (isa.Repeat: iterations differ in addresses, ``gm(i)``, and ScalarExp arguments,
+    ``exp(i)``, only)."""
     if core.compress and n > 2:
-        out.append(Repeat(n, body))
+        out.append(Repeat(n, body, gm, exp))
     else:
         for i in range(n):
             out += body(i)

@@ -145,12 +145,18 @@ def compute_attn_inter(core, ch, out: list) -> None:
         return
     a0, s0, gm = core.ub("chunkAttnOutFp32"), core.ub("stateInFp32"), core.launch.gm
     alu2 = scalar("alu", 2)
-    for i in range(L):
+
+    def q_row(i: int) -> range:
+        return gm.addrs("query", ((ch.t_start + i) * sh.nk + ch.qk_head) * sh.dk, sh.dk)
+
+    def one_row(i: int) -> list:
         row = a0 + 4 * i * V
-        out += [vec("Duplicate", V, row), PB_V, UB_LOAD]
-        qrow = ((ch.t_start + i) * sh.nk + ch.qk_head) * sh.dk
-        for d, a in enumerate(gm.addrs("query", qrow, sh.dk)):
-            out += [gm_load(a, 2), alu2, *S_V, vec("Axpy", V, row, s0 + 4 * d * V), PB_V]
+        recs = [vec("Duplicate", V, row), PB_V, UB_LOAD]
+        for d, a in enumerate(q_row(i)):
+            recs += [gm_load(a, 2), alu2, *S_V, vec("Axpy", V, row, s0 + 4 * d * V), PB_V]
+        return recs
+
+    loop(core, out, L, one_row, gm=lambda i: tuple((a, 2) for a in q_row(i)))
 
 
 def accum_output(core, ch, out: list) -> None:
@@ -264,12 +270,18 @@ def _update_state_records(core, ch, out: list) -> None:
     out += [UB_LOAD, *S_V]
     for d in range(sh.dk):
         out += [vec("Muls", V, s0 + 4 * d * V, s0 + 4 * d * V), PB_V]
-    args = _exp_args(core, ch)[0]
-    for i in range(L):
-        out += [scalar("ub_load", 2), Scalar("exp", 1, float(args[i]))]
-        krow = ((ch.t_start + i) * sh.nk + ch.qk_head) * sh.dk
-        for d, a in enumerate(gm.addrs("key", krow, sh.dk)):
-            out += [gm_load(a, 2), ALU, *S_V, vec("Axpy", V, s0 + 4 * d * V, v0 + 4 * i * V), PB_V]
+    args = [float(a) for a in _exp_args(core, ch)[0]]
+
+    def k_row(i: int) -> range:
+        return gm.addrs("key", ((ch.t_start + i) * sh.nk + ch.qk_head) * sh.dk, sh.dk)
+
+    def one_token(i: int) -> list:
+        recs, vrow = [scalar("ub_load", 2), Scalar("exp", 1, args[i])], v0 + 4 * i * V
+        for d, a in enumerate(k_row(i)):
+            recs += [gm_load(a, 2), ALU, *S_V, vec("Axpy", V, s0 + 4 * d * V, vrow), PB_V]
+        return recs
+
+    loop(core, out, L, one_token, gm=lambda i: tuple((a, 2) for a in k_row(i)), exp=lambda i: (args[i],))
 
 
 def _workspace_rows(core, ch, v_i: int, cv: int, direction: str, out: list) -> None:
