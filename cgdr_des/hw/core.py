@@ -59,6 +59,9 @@ class Core:
         self.pipe_list = list(self.pipes.values())
         self.segs: list[list] = []
         self.counts: dict[str, defaultdict] = {}
+        #: Macro counts, tallied as (phase counts, the macro's counts, times seen): a replayed Macro
+        #: stands for a dozen kinds, added to ``counts`` once at the end (counter) instead of per replay
+        self.macro_counts: dict[tuple[int, int], list] = {}
         self.ready: list = []
         self.wake_ev = None
         self.s_done, self.s_block = False, None
@@ -164,6 +167,10 @@ class Core:
                 "first_V": V.first, "last_V": V.done if V.first is not None else None}
 
     def counter(self) -> Counter:
+        for cnt, counts, times in self.macro_counts.values():
+            for kind, n in counts:
+                cnt[kind] += n * times
+        self.macro_counts.clear()
         return Counter({(phase, kind): n for phase, kinds in self.counts.items() for kind, n in kinds.items()})
 
     def blocked(self) -> list[str]:

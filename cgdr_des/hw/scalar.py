@@ -73,6 +73,7 @@ def scalar_unit(core, program):
     vp, kc, keep, cid = core.vec_params, core.scalar_costs, core.keep_ops, core.cid
     rows_append, ready_append = core.rows.append, core.ready.append
     pipes, flags, dcache, pool, tpc = core.pipes, core.flags.table, core.dcache, core.pool, prof.tpipe_call_cycles
+    macs = core.macro_counts
     V, me = pipes["V"], core.s_gen
     vq_append, vring, vgen, nv = V.q.append, V.ring, V.gen, 0
     gm_ld, gm_st, gm_miss = prof.scalar_ub_load_cycles, prof.scalar_ub_store_cycles, prof.dcache_miss_cycles
@@ -200,8 +201,12 @@ def scalar_unit(core, program):
             # enters the V queue (waiting for a slot like any instruction) to start ``v_start`` after
             # the scalar unit's cycle; the scalar unit is then busy ``s_cycles`` (of which ``s_stall``
             # count as stall for a TimedMacro). Its counts stand for the records it replaced.
-            for kind, n in rec.counts:
-                cnt[kind] += n
+            key = (id(cnt), id(rec.counts))     # tallied per phase; core.counter() adds them up
+            tally = macs.get(key)
+            if tally is None:
+                macs[key] = [cnt, rec.counts, 1]
+            else:
+                tally[2] += 1
             vs, ve = rec.v_start, rec.v_end
             if ve > vs:
                 n = nv
@@ -300,7 +305,7 @@ def _other_barrier(core, rec, idx, seg, t, stall, cnt):
         tf = yield from _wait_room(core, P, idx, seg)
         return _hand_over(core, P, (BAR, None), rec, idx, seg, t, stall, tf)
     t0, plist = t, core.pipe_list
-    while not all(p.drained for p in plist):
+    while not all(not p.q and not p.outstanding for p in plist):    # PipeState.drained, inline
         for p in plist:
             p.drain_waiting = not p.drained
         core.s_block = ("drain", [p.name for p in plist if not p.drained], idx, seg)
