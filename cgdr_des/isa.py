@@ -288,19 +288,20 @@ class Repeat:
     a phase's first build hands it to the phase compiler instead of the n bodies (notes/kernel.md §5
     loops run to L^2 or L*dk iterations).
 
-    The emitter's contract: every iteration's records cost the same but for their data-cache hits
-    (they may differ in UB and GM addresses only: no ScalarExp, equal VecOp op/dtype/n), so the
+    The emitter's contract: every iteration's records cost the same but for what is declared (they
+    may differ in UB and GM addresses and ScalarExp arguments only; equal VecOp op/dtype/n), so the
     compiler's timer can run iterations until one leaves the pipes' relative state unchanged and
-    extrapolate the rest (:mod:`cgdr_des.hw.compute_run`). What may differ in cost is declared:
-    ``gm(i)`` lists the ``(addr, nbytes)`` of iteration i's ScalarGm records in order, ``exp(i)`` the
-    arguments of its ScalarExp calls (count 1 each); without them there are none. The timer
-    extrapolates only over iterations whose cache hits and ScalarExp costs match the steady one's.
+    extrapolate the rest (:mod:`cgdr_des.hw.compute_run`). Declared: ``gm(i)`` lists the
+    ``(addr, nbytes, store)`` of iteration i's ScalarGm records in order, ``exp(i)`` the arguments of
+    its ScalarExp calls (count 1 each); without them there are none. The timer extrapolates only over
+    iterations whose cache hits and ScalarExp costs match the steady one's, or, for a body of scalar
+    work only, adds each iteration's declared costs to the rest of its scalar time.
     Nothing else takes a Repeat: :func:`expand` gives the records.
     """
 
     n: int
     body: Callable[[int], list]
-    gm: Callable[[int], tuple[tuple[int, int], ...]] | None = None
+    gm: Callable[[int], tuple[tuple[int, int, bool], ...]] | None = None
     exp: Callable[[int], tuple[float, ...]] | None = None
 
 

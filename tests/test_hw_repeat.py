@@ -192,7 +192,7 @@ def test_repeats_declaring_gm_and_exp_time_as_their_expansion(policy, pre, body,
         return _declared(body, i, stride, exps)
 
     def gm(i):
-        return tuple((r.addr, r.nbytes) for r in it(i) if type(r) is ScalarGm)
+        return tuple((r.addr, r.nbytes, r.store) for r in it(i) if type(r) is ScalarGm)
 
     def exp(i):
         return tuple(r.arg for r in it(i) if type(r) is Scalar and r.kind == "exp")
@@ -203,3 +203,28 @@ def test_repeats_declaring_gm_and_exp_time_as_their_expansion(policy, pre, body,
     assert got == expanded
     if got[0] != "raises":
         assert got == machine
+
+
+accesses = st.lists(st.tuples(st.integers(0, 600), st.integers(0, 80), st.booleans()), max_size=40)
+
+
+@settings(max_examples=200, deadline=None)
+@given(accesses, accesses, st.sampled_from([64, 128, 256, 4096]))
+def test_the_data_cache_helpers_agree_with_access(warm, batch, capacity):
+    """hits_of is access() in turn; hit_all touches like access() when all hit and leaves the cache
+    alone otherwise; restore() puts back a state() in place."""
+    def fresh():
+        dc = DataCache(64, capacity)
+        for addr, nb, _ in warm:
+            dc.access(addr, nb)
+        return dc
+
+    ref, dc = fresh(), fresh()
+    lines_obj, saved = dc.lines, dc.state()
+    assert dc.hits_of(batch) == tuple(ref.access(a, nb) for a, nb, _ in batch)
+    assert cache_state(dc) == cache_state(ref)
+    dc.restore(saved)
+    assert dc.lines is lines_obj and cache_state(dc) == cache_state(fresh())
+    before, all_hit = cache_state(dc), all(fresh().hits_of(batch))
+    assert dc.hit_all(batch) == all_hit
+    assert cache_state(dc) == (cache_state(ref) if all_hit else before)

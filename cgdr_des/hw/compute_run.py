@@ -114,9 +114,9 @@ class ComputeRunTimer:
             return RunTiming(st.t - t0, 0, 0, counts, st.s_stall, 0, 0), stop
         return RunTiming(st.t - t0, st.first - t0, st.done - t0, counts, st.s_stall, st.v_busy, st.v_stall), stop
 
-    def _walk(self, records: list, start: int, st: _State, dcache) -> int:
+    def _walk(self, records: list, start: int, st: _State, dcache, seen: list | None = None) -> int:
         """Advance ``st`` through ``records[start:]`` up to the first record outside the compute subset;
-        returns its index (``len(records)`` if none).
+        returns its index (``len(records)`` if none). ``seen``: where to note whether each ScalarGm hit.
 
         One loop over the records, state in locals (it runs once per record of every compiled run),
         put back in ``st`` around a Repeat (:meth:`_repeat`) and at the end. Scalar work is done
@@ -156,6 +156,8 @@ class ComputeRunTimer:
                     hit = True
                 else:
                     hit = access(addr, nb)
+                if seen is not None:
+                    seen.append(hit)
                 if rec.store:
                     n_st += 1
                     t += gm_st if hit else gm_miss
@@ -289,13 +291,20 @@ class ComputeRunTimer:
             body = rep.body(i)
             if not body:
                 raise KernelDiagnostic("a Repeat of an empty body")
-            key = self._costs(rep, i, dcache, probe=True) if varies else None
-            snap, lookups = st.totals(), dcache.hits + dcache.misses
-            stop = self._walk(body, 0, st, dcache)
+            snap, lookups, cons = st.totals(), dcache.hits + dcache.misses, st.consumes()
+            seen = [] if rep.gm is not None else None
+            stop = self._walk(body, 0, st, dcache, seen)
             if stop != len(body):
                 raise KernelDiagnostic(f"a Repeat body holds a non-compute record ({type(body[stop]).__name__})")
+            key = self._walked_costs(rep, i, seen) if varies else None
             i += 1
             if i == n:
+                return
+            if key is None and varies:      # accesses it did not declare (a nested Repeat's): walk on
+                before = st.relative()
+                continue
+            if varies and _scalar_only(st, snap, cons):
+                self._add_scalar_iterations(rep, i, st, snap, key, dcache)
                 return
             after = st.relative()
             steady, before = after == before, after
@@ -307,29 +316,75 @@ class ComputeRunTimer:
                     return
                 continue
             k = i
-            while k < n and self._costs(rep, k, dcache, probe=False, like=key):
+            while k < n and self._costs(rep, k, dcache, key):
                 k += 1
             if k > i:
                 st.extrapolate(snap, k - i)
                 i = k
 
-    def _costs(self, rep: Repeat, i: int, dcache, *, probe: bool, like=None):
-        """Iteration i's declared costs: (ScalarExp cycles, which accesses hit). ``probe``: return them,
-        the cache left as it was. Else: whether they equal ``like``, touching the cache for iteration
-        i if so (as its records would) and leaving it as it was if not."""
+    def _add_scalar_iterations(self, rep: Repeat, i: int, st: _State, snap: tuple, key: tuple, dcache) -> None:
+        """Iterations i.. of a Repeat whose body is scalar work only (the walked one handed V nothing
+        and set or waited no flag): S runs them back to back with nothing to wait for, so each takes
+        the walked iteration's scalar time but for its own declared costs, ScalarExp cycles and data
+        cache hits or misses (the cache is touched for them in order, as their records would)."""
+        gm_ld, gm_st, gm_miss = self.consts[10:13]
+        exp_cycles, hits = key
+        walked = rep.gm(i - 1) if rep.gm is not None else ()
+        gm_time = sum((gm_st if acc[2] else gm_ld) if hit else gm_miss
+                      for acc, hit in zip(walked, hits, strict=True))
+        rest, t = st.t - snap[0] - gm_time - sum(exp_cycles), st.t
+        access, lines, line_bytes, n_hit = dcache.access, dcache.lines, dcache.line_bytes, 0
+        to_end = lines.move_to_end
+        for k in range(i, rep.n):
+            if rep.exp is not None:
+                t += sum(_arg_cycles(a, self.profile) for a in rep.exp(k))
+            for addr, nb, store in rep.gm(k) if rep.gm is not None else ():
+                line, off = divmod(addr, line_bytes)
+                if off + nb <= line_bytes and line in lines:    # DataCache.access's one-line hit, inline
+                    to_end(line)
+                    n_hit += 1
+                    t += gm_st if store else gm_ld
+                else:
+                    t += (gm_st if store else gm_ld) if access(addr, nb) else gm_miss
+            t += rest
+        dcache.hits += n_hit
+        left = rep.n - i                    # the counts grow by the walked iteration's; V, flags stay
+        st.t = t
+        st.n_ld += (st.n_ld - snap[9]) * left
+        st.n_st += (st.n_st - snap[10]) * left
+        for kind, n in st.scalar_n.items():
+            st.scalar_n[kind] = n + (n - snap[14].get(kind, 0)) * left
+
+    def _walked_costs(self, rep: Repeat, i: int, seen: list | None) -> tuple | None:
+        """The declared costs the walked iteration i met: (ScalarExp cycles, which accesses hit); None
+        if its ScalarGm records were not the ones it declares one for one."""
         exp = tuple(_arg_cycles(a, self.profile) for a in rep.exp(i)) if rep.exp is not None else ()
-        if not probe and exp != like[0]:
+        if rep.gm is None:
+            return exp, ()
+        return (exp, tuple(seen)) if len(seen) == len(rep.gm(i)) else None
+
+    def _costs(self, rep: Repeat, i: int, dcache, like: tuple) -> bool:
+        """Whether iteration i's declared costs equal ``like`` (a :meth:`_walked_costs`); if so the cache
+        is touched for it (as its records would touch it), else left as it was."""
+        exp = tuple(_arg_cycles(a, self.profile) for a in rep.exp(i)) if rep.exp is not None else ()
+        if exp != like[0]:
             return False
         if rep.gm is None:
-            return (exp, ()) if probe else True
+            return True
         accesses = rep.gm(i)
-        if not probe and all(like[1]):      # all hits: checked without touching, then touched
+        if all(like[1]):      # all hits: checked without touching, then touched
             return dcache.hit_all(accesses)
         saved = dcache.state()
-        hits = dcache.hits_of(accesses)
-        if probe or hits != like[1]:
-            dcache.restore(saved)
-        return (exp, hits) if probe else hits == like[1]
+        if dcache.hits_of(accesses) == like[1]:
+            return True
+        dcache.restore(saved)
+        return False
+
+
+def _scalar_only(st: _State, snap: tuple, cons: tuple) -> bool:
+    """Whether the iteration since ``snap`` (a totals()) and ``cons`` (a consumes()) was S's alone:
+    nothing handed to V, no flag set or consumed."""
+    return st.n_v == snap[12] and st.n_sets == snap[13] and st.consumes() == cons
 
 
 class _State:
@@ -368,6 +423,9 @@ class _State:
         free, done, cov = self.free - t, self.done - t, self.cov - t
         return (free if free > 0 else 0, done if done > 0 else 0, cov if cov > 0 else 0, self.first is None,
                 ring, flags)
+
+    def consumes(self) -> tuple:
+        return tuple(tuple(cons) for _, cons in self.flags.values())
 
     def totals(self) -> tuple:
         return (*self.scalars(), dict(self.n_sets), dict(self.scalar_n))

@@ -40,8 +40,21 @@ class DataCache:
         return hit
 
     def hits_of(self, accesses) -> tuple[bool, ...]:
-        """:meth:`access` each ``(addr, nbytes)`` in order; which of them hit."""
-        return tuple([self.access(addr, nbytes) for addr, nbytes in accesses])
+        """:meth:`access` each ``(addr, nbytes, ...)`` in order; which of them hit. (A hit within one
+        resident line is handled inline: the phase compiler checks rows of 128 accesses this way.)"""
+        lines, line_bytes, out, n_hit = self.lines, self.line_bytes, [], 0
+        to_end = lines.move_to_end
+        for acc in accesses:
+            addr, nbytes = acc[0], acc[1]
+            line, off = divmod(addr, line_bytes)
+            if off + nbytes <= line_bytes and line in lines:
+                to_end(line)
+                n_hit += 1
+                out.append(True)
+            else:
+                out.append(self.access(addr, nbytes))
+        self.hits += n_hit
+        return tuple(out)
 
     def state(self) -> tuple:
         """What the cache holds: its lines in LRU order and its hit / miss counters."""
@@ -54,11 +67,11 @@ class DataCache:
         self.lines.update(lines)
 
     def hit_all(self, accesses) -> bool:
-        """If every line of every ``(addr, nbytes)`` access is resident: touch them in order and count
+        """If every line of every ``(addr, nbytes, ...)`` access is resident: touch them in order and count
         each access a hit, as :meth:`access` would, and return True. Otherwise change nothing and return
         False (hits never evict, so residency checked up front holds for the whole sequence)."""
         lines, lb = self.lines, self.line_bytes
-        spans = [(addr // lb, (addr + max(nbytes, 1) - 1) // lb) for addr, nbytes in accesses]
+        spans = [(acc[0] // lb, (acc[0] + max(acc[1], 1) - 1) // lb) for acc in accesses]
         if not all(line in lines for first, last in spans for line in range(first, last + 1)):
             return False
         to_end = lines.move_to_end

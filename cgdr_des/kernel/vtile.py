@@ -106,10 +106,12 @@ def load_state_tile(core, ch, v_i: int, cv: int, out: list) -> None:
         _workspace_rows(core, ch, v_i, cv, "GM2UB", out)
         return
     base = (ch.b * sh.nv + ch.head) * sh.dk * sh.dv
-    for v in range(cv):
-        row = base + (v_i + v) * sh.dk
-        out.extend([gm_load(a, 2) for a in gm.addrs("initial_state", row, sh.dk)])
-        out.append(scalar("ub_store", sh.dk))
+
+    def state_row(v: int) -> range:
+        return gm.addrs("initial_state", base + (v_i + v) * sh.dk, sh.dk)
+
+    loop(core, out, cv, lambda v: [*(gm_load(a, 2) for a in state_row(v)), scalar("ub_store", sh.dk)],
+         gm=lambda v: tuple((a, 2, False) for a in state_row(v)))
     out.extend(S_V)
 
 
@@ -156,7 +158,7 @@ def compute_attn_inter(core, ch, out: list) -> None:
             recs += [gm_load(a, 2), alu2, *S_V, vec("Axpy", V, row, s0 + 4 * d * V), PB_V]
         return recs
 
-    loop(core, out, L, one_row, gm=lambda i: tuple((a, 2) for a in q_row(i)))
+    loop(core, out, L, one_row, gm=lambda i: tuple((a, 2, False) for a in q_row(i)))
 
 
 def accum_output(core, ch, out: list) -> None:
@@ -281,7 +283,8 @@ def _update_state_records(core, ch, out: list) -> None:
             recs += [gm_load(a, 2), ALU, *S_V, vec("Axpy", V, s0 + 4 * d * V, vrow), PB_V]
         return recs
 
-    loop(core, out, L, one_token, gm=lambda i: tuple((a, 2) for a in k_row(i)), exp=lambda i: (args[i],))
+    loop(core, out, L, one_token, gm=lambda i: tuple((a, 2, False) for a in k_row(i)),
+         exp=lambda i: (args[i],))
 
 
 def _workspace_rows(core, ch, v_i: int, cv: int, direction: str, out: list) -> None:
@@ -307,8 +310,15 @@ def _final_state_records(core, ch, v_i: int, cv: int, out: list) -> None:
     out += [vec("Muls", sK * V, s0, s0), PB_V, AllocTensor(OUT_QUEUE),
             vec("Cast", sK * V, q0, s0, dst_bytes=2), PB_V, EnQue(OUT_QUEUE), DeQue(OUT_QUEUE), *V_S]
     base = (ch.b * sh.nv + ch.head) * sh.dk * sh.dv
-    for v in range(cv):
-        row = base + (v_i + v) * sh.dk
-        for a in gm.addrs("final_state", row, sh.dk):
-            out += [UB_LOAD, gm_store(a, 2)]
+
+    def state_row(v: int) -> range:
+        return gm.addrs("final_state", base + (v_i + v) * sh.dk, sh.dk)
+
+    def stores(v: int) -> list:
+        recs = []
+        for a in state_row(v):
+            recs += [UB_LOAD, gm_store(a, 2)]
+        return recs
+
+    loop(core, out, cv, stores, gm=lambda v: tuple((a, 2, True) for a in state_row(v)))
     out.append(FreeTensor(OUT_QUEUE))
