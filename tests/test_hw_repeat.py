@@ -228,3 +228,22 @@ def test_the_data_cache_helpers_agree_with_access(warm, batch, capacity):
     before, all_hit = cache_state(dc), all(fresh().hits_of(batch))
     assert dc.hit_all(batch) == all_hit
     assert cache_state(dc) == (cache_state(ref) if all_hit else before)
+
+
+def test_a_scalar_only_loop_adds_its_declared_costs_without_walking():
+    """Scalar reads along a row: S alone, so each iteration costs its own hit or miss plus the rest
+    of its scalar work; closed form: one miss per 64-byte line, hits elsewhere."""
+    n = 100                                   # 2-byte reads at 0, 2, ..., 198: lines 0-3
+
+    def body(i):
+        return [ScalarGm(2 * i, 2, False), Scalar("alu")]
+
+    rep, calls = counted(n, body)
+    rep = Repeat(n, rep.body, gm=lambda i: ((2 * i, 2, False),))
+    dc = DataCache(P.dcache_line_bytes, P.dcache_bytes)
+    r = time_compute_run([vec(), rep], P, dc)
+    lines = 200 // P.dcache_line_bytes + (200 % P.dcache_line_bytes > 0)
+    want = HAND + lines * P.dcache_miss_cycles + (n - lines) * P.scalar_ub_load_cycles + n * P.scalar_alu_cycles
+    assert r.s_cycles == want and (dc.hits, dc.misses) == (n - lines, lines)
+    assert dict(r.counts)["scalar_gm_load"] == n and len(calls) <= 2
+    assert timed_both(P, [vec(), rep])[0] == timed_both(P, expand([vec(), rep]))[0]
