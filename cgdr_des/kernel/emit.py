@@ -7,6 +7,8 @@ per chunk and building each afresh would dominate the run time.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from cgdr_des.isa import (
     HARD_EVENTS,
     DataCopyParams,
@@ -57,6 +59,13 @@ def vec(op: str, n: int, dst: int, *srcs: int, dtype: str = "fp32", dst_bytes: i
         rec = _VECOPS[key] = VecOp(
             op, dtype, n, (dst, n * dst_bytes), tuple((s, n * src_bytes) for s in srcs))
     return rec
+
+
+@lru_cache(maxsize=4096)
+def axpy_row(n: int, dst: int, src: int, dst_step: int, src_step: int, count: int) -> tuple[VecOp, ...]:
+    """``count`` Axpy calls on ``n`` elements, the d-th writing ``dst + d * dst_step`` from ``src + d *
+    src_step`` (cached: ComputeAttnInter and UpdateState ask for the same rows in every chunk)."""
+    return tuple(vec("Axpy", n, dst + d * dst_step, src + d * src_step) for d in range(count))
 
 
 def loop(core, out: list, n: int, body, gm=None, exp=None) -> None:

@@ -20,6 +20,7 @@ from cgdr_des.kernel.emit import (
     S_V,
     UB_LOAD,
     V_S,
+    axpy_row,
     dma_in,
     dma_out,
     fetch_sync,
@@ -154,8 +155,8 @@ def compute_attn_inter(core, ch, out: list) -> None:
     def one_row(i: int) -> list:
         row = a0 + 4 * i * V
         recs = [vec("Duplicate", V, row), PB_V, UB_LOAD]
-        for d, a in enumerate(q_row(i)):
-            recs += [gm_load(a, 2), alu2, *S_V, vec("Axpy", V, row, s0 + 4 * d * V), PB_V]
+        for a, axpy in zip(q_row(i), axpy_row(V, row, s0, 0, 4 * V, sh.dk), strict=True):
+            recs += [gm_load(a, 2), alu2, *S_V, axpy, PB_V]
         return recs
 
     loop(core, out, L, one_row, gm=lambda i: tuple((a, 2, False) for a in q_row(i)))
@@ -278,9 +279,9 @@ def _update_state_records(core, ch, out: list) -> None:
         return gm.addrs("key", ((ch.t_start + i) * sh.nk + ch.qk_head) * sh.dk, sh.dk)
 
     def one_token(i: int) -> list:
-        recs, vrow = [scalar("ub_load", 2), Scalar("exp", 1, args[i])], v0 + 4 * i * V
-        for d, a in enumerate(k_row(i)):
-            recs += [gm_load(a, 2), ALU, *S_V, vec("Axpy", V, s0 + 4 * d * V, vrow), PB_V]
+        recs = [scalar("ub_load", 2), Scalar("exp", 1, args[i])]
+        for a, axpy in zip(k_row(i), axpy_row(V, s0, v0 + 4 * i * V, 4 * V, 0, sh.dk), strict=True):
+            recs += [gm_load(a, 2), ALU, *S_V, axpy, PB_V]
         return recs
 
     loop(core, out, L, one_token, gm=lambda i: tuple((a, 2, False) for a in k_row(i)),
