@@ -39,9 +39,17 @@ def _check_array(name: str, arr, ndim: int, dtype) -> np.ndarray:
         raise InputError(f"{name}.shape", arr.shape, f"must have {ndim} dimensions")
     if arr.dtype != dtype:
         raise InputError(f"{name}.dtype", str(arr.dtype), f"must be {np.dtype(dtype).name}")
-    if arr.dtype.kind == "f" and not np.isfinite(arr).all():
+    if arr.dtype.kind == "f" and not _all_finite(arr):
         raise InputError(name, "non-finite values", "NaN and inf are not allowed")
     return arr
+
+
+def _all_finite(arr: np.ndarray) -> bool:
+    """np.isfinite(arr).all(); for fp16 from the bits (exponent all ones is inf or NaN), which is
+    exact and ~8x faster than numpy's fp16 ufunc path on the op's multi-MB inputs."""
+    if arr.dtype == np.float16:
+        return not ((arr.view(np.uint16) & 0x7C00) == 0x7C00).any()
+    return bool(np.isfinite(arr).all())
 
 
 def validate_inputs(query, key, value, beta, initial_state, actual_seq_lengths, g, scale_value) -> None:

@@ -47,6 +47,9 @@ def test_numerics_off_returns_no_outputs_but_counts():
     ("g.dtype", lambda x: {"g": x.g.astype(np.float16)}),
     ("g.shape", lambda x: {"g": x.g[:, :1].copy()}),
     ("query", lambda x: {"query": np.where(np.arange(64) == 3, np.nan, x.query).astype(np.float16)}),
+    ("key", lambda x: {"key": np.where(np.arange(64) == 63, -np.inf, x.key).astype(np.float16)}),
+    ("value", lambda x: {"value": np.where(np.arange(32) == 0, np.inf, x.value).astype(np.float16)[::-1]}),
+    ("g", lambda x: {"g": np.where(np.arange(4) == 1, np.nan, x.g).astype(np.float32)}),
     ("scale_value", lambda x: {"scale_value": float("inf")}),
 ])
 def test_bad_inputs_name_the_field(field, change):
@@ -76,3 +79,13 @@ def test_unknown_numerics_is_an_input_error():
     x = inputs([16], 1, 1, 16, 16)
     with pytest.raises(InputError, match="numerics"):
         cgdr_des.chunk_gated_delta_rule(**x.kwargs(), numerics="fast")
+
+
+def test_the_fp16_finiteness_check_matches_numpy_on_every_bit_pattern():
+    from cgdr_des.op import _all_finite
+
+    every = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    finite = np.isfinite(every)
+    assert finite.sum() == (1 << 16) - 2 * 1024          # 2 x 1024 patterns with exponent all ones
+    assert _all_finite(every[finite]) and _all_finite(every[finite][::-3])
+    assert not any(_all_finite(every[[0, i]]) for i in np.flatnonzero(~finite))
