@@ -327,27 +327,16 @@ class ComputeRunTimer:
         and set or waited no flag): S runs them back to back with nothing to wait for, so each takes
         the walked iteration's scalar time but for its own declared costs, ScalarExp cycles and data
         cache hits or misses (the cache is touched for them in order, as their records would)."""
-        gm_ld, gm_st, gm_miss = self.consts[10:13]
         exp_cycles, hits = key
         walked = rep.gm(i - 1) if rep.gm is not None else ()
-        gm_time = sum((gm_st if acc[2] else gm_ld) if hit else gm_miss
-                      for acc, hit in zip(walked, hits, strict=True))
-        rest, t = st.t - snap[0] - gm_time - sum(exp_cycles), st.t
-        access, lines, line_bytes, n_hit = dcache.access, dcache.lines, dcache.line_bytes, 0
-        to_end = lines.move_to_end
+        rest = st.t - snap[0] - self._gm_cycles(walked, hits) - sum(exp_cycles)
+        t = st.t
         for k in range(i, rep.n):
-            if rep.exp is not None:
-                t += sum(_arg_cycles(a, self.profile) for a in rep.exp(k))
-            for addr, nb, store in rep.gm(k) if rep.gm is not None else ():
-                line, off = divmod(addr, line_bytes)
-                if off + nb <= line_bytes and line in lines:    # DataCache.access's one-line hit, inline
-                    to_end(line)
-                    n_hit += 1
-                    t += gm_st if store else gm_ld
-                else:
-                    t += (gm_st if store else gm_ld) if access(addr, nb) else gm_miss
+            t += sum(self._exp_costs(rep, k))
+            if rep.gm is not None:
+                accesses = rep.gm(k)
+                t += self._gm_cycles(accesses, dcache.hits_of(accesses))
             t += rest
-        dcache.hits += n_hit
         left = rep.n - i                    # the counts grow by the walked iteration's; V, flags stay
         st.t = t
         st.n_ld += (st.n_ld - snap[9]) * left
@@ -355,10 +344,19 @@ class ComputeRunTimer:
         for kind, n in st.scalar_n.items():
             st.scalar_n[kind] = n + (n - snap[14].get(kind, 0)) * left
 
+    def _exp_costs(self, rep: Repeat, i: int) -> tuple:
+        """The cycles of iteration i's declared ScalarExp calls."""
+        return tuple(_arg_cycles(a, self.profile) for a in rep.exp(i)) if rep.exp is not None else ()
+
+    def _gm_cycles(self, accesses, hits) -> int:
+        """What ScalarGm ``accesses`` ((addr, nbytes, store) each) cost S, given which of them hit."""
+        gm_ld, gm_st, gm_miss = self.consts[10:13]
+        return sum((gm_st if acc[2] else gm_ld) if hit else gm_miss for acc, hit in zip(accesses, hits, strict=True))
+
     def _walked_costs(self, rep: Repeat, i: int, seen: list | None) -> tuple | None:
         """The declared costs the walked iteration i met: (ScalarExp cycles, which accesses hit); None
         if its ScalarGm records were not the ones it declares one for one."""
-        exp = tuple(_arg_cycles(a, self.profile) for a in rep.exp(i)) if rep.exp is not None else ()
+        exp = self._exp_costs(rep, i)
         if rep.gm is None:
             return exp, ()
         return (exp, tuple(seen)) if len(seen) == len(rep.gm(i)) else None
@@ -366,7 +364,7 @@ class ComputeRunTimer:
     def _costs(self, rep: Repeat, i: int, dcache, like: tuple) -> bool:
         """Whether iteration i's declared costs equal ``like`` (a :meth:`_walked_costs`); if so the cache
         is touched for it (as its records would touch it), else left as it was."""
-        exp = tuple(_arg_cycles(a, self.profile) for a in rep.exp(i)) if rep.exp is not None else ()
+        exp = self._exp_costs(rep, i)
         if exp != like[0]:
             return False
         if rep.gm is None:

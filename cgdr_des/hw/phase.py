@@ -155,11 +155,11 @@ class PhaseCompiler:
         Where the fast timer cannot answer, the data cache is put back and the machine answers, so
         the numbers, the raise and the cache afterwards are always the machine's."""
         if self.timer is not None:
-            saved = _save(self.dcache)
+            saved = self.dcache.state()
             try:
                 return self._timed(self.timer.time(run, self.dcache))
             except KernelDiagnostic:
-                _restore(self.dcache, saved)
+                self.dcache.restore(saved)
         return self.machine_macro(run)
 
     def machine_macro(self, run: list) -> TimedMacro:
@@ -191,11 +191,11 @@ class PhaseCompiler:
     def _compile_run(self, records: list, i: int, out: list) -> int:
         """Compile the run starting at ``records[i]`` (two records at least) into ``out``; returns
         where it ends. If the timer cannot answer, the machine path decides on the unchanged cache."""
-        saved = _save(self.dcache)
+        saved = self.dcache.state()
         try:
             timing, j = self.timer.scan(records, i, self.dcache)
         except KernelDiagnostic:
-            _restore(self.dcache, saved)
+            self.dcache.restore(saved)
             j = _run_end(records, i)
             out.extend(self._compile_machine(expand(records[i:j])))   # a Repeat's body may break the run
             return j
@@ -240,12 +240,3 @@ def _run_end(records: list, i: int) -> int:
     while i < n and is_compute(records[i]):
         i += 1
     return i
-
-
-def _save(dcache: DataCache) -> tuple:
-    """What the data cache holds: its lines in LRU order and its hit / miss counters."""
-    return dcache.lines.copy(), dcache.hits, dcache.misses
-
-
-def _restore(dcache: DataCache, saved: tuple) -> None:
-    dcache.lines, dcache.hits, dcache.misses = saved
