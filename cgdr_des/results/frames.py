@@ -78,7 +78,7 @@ def _records_frame(rows: Sequence[tuple], columns: Sequence[str]) -> pd.DataFram
     return pd.DataFrame(data)
 
 
-def _categorical(col: list) -> pd.Categorical:
+def _categorical(col) -> pd.Categorical:
     """``pd.Categorical(col)`` (sorted categories) from codes looked up in a dict: a run's few dozen
     labels over ~10^5 rows make pandas' own factorisation the slower way."""
     cats = sorted(set(col))
@@ -92,15 +92,8 @@ def spans_frame(spans: Sequence[tuple]) -> pd.DataFrame:
 
 def spans_frame_from_columns(columns: dict) -> pd.DataFrame:
     """The same frame from one array per SPAN_COLUMNS name (what the machine returns)."""
-    return pd.DataFrame({name: _sorted_categorical(columns[name]) if name in _TEXT else columns[name]
+    return pd.DataFrame({name: _categorical(columns[name]) if name in _TEXT else columns[name]
                          for name in SPAN_COLUMNS})
-
-
-def _sorted_categorical(values: np.ndarray) -> pd.Categorical:
-    """``pd.Categorical(values)`` for an array of labels, from a sorted factorisation: the same codes and
-    categories in ~60% of the time (the constructor does more than factorise)."""
-    codes, categories = pd.factorize(values, sort=True)
-    return pd.Categorical.from_codes(codes, categories)
 
 
 def ops_frame(ops: Sequence[tuple], spans: pd.DataFrame) -> pd.DataFrame:
