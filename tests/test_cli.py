@@ -160,7 +160,7 @@ def stub_simulate(sc, progress=None):
 
 
 def test_run_command_with_a_stub_simulator(tmp_path, monkeypatch):
-    import cgdr_des.cli as cli
+    import cgdr_des.cli.common as cli
 
     monkeypatch.setattr(cli, "_simulate", lambda: stub_simulate)
     out = tmp_path / "out"
@@ -178,7 +178,7 @@ def test_run_command_with_a_stub_simulator(tmp_path, monkeypatch):
 def test_compare_command_with_a_stub_simulator(tmp_path, monkeypatch):
     import pandas as pd
 
-    import cgdr_des.cli as cli
+    import cgdr_des.cli.common as cli
 
     monkeypatch.setattr(cli, "_simulate", lambda: stub_simulate)
     out = tmp_path / "cmp"

@@ -1,0 +1,45 @@
+"""``cgdr-des validate``, ``schema`` and ``plot``: commands that look at files without simulating."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from cgdr_des.cli.app import main
+from cgdr_des.errors import InputError
+from cgdr_des.scenario import Scenario, load_scenario, validate_tiling
+
+
+@main.command()
+@click.argument("scenario")
+def validate(scenario: str) -> None:
+    """Check SCENARIO without simulating: fields, lengths, host tiling."""
+    sc = load_scenario(scenario)
+    lengths = sc.lengths()
+    click.echo(f"ok: {sc.name} ({sc.scenario_hash()}): {lengths.size} sequences, "
+               f"{int(lengths.sum())} tokens, nk={sc.shape.nk} nv={sc.shape.nv} "
+               f"dk={sc.shape.dk} dv={sc.shape.dv} on {sc.hardware.profile}")
+    tiling = validate_tiling(sc)
+    click.echo(f"tiling: v_step={tiling.v_step} v_tiles={tiling.v_tile_count} "
+               f"block_dim={tiling.block_dim} tmp_buff={tiling.tmp_buff_bytes} B "
+               f"out_queue={tiling.out_queue_bytes} B")
+
+
+@main.command()
+def schema() -> None:
+    """Print the JSON schema of scenario files."""
+    click.echo(json.dumps(Scenario.model_json_schema(), indent=2))
+
+
+@main.command()
+@click.argument("directory", type=click.Path(path_type=Path))
+def plot(directory: Path) -> None:
+    """Redraw the PNG plots of a run directory from its saved frames."""
+    from cgdr_des.results.export import replot
+
+    if not (directory / "meta.json").is_file():
+        raise InputError("DIRECTORY", str(directory), "a directory written by 'cgdr-des run'")
+    for path in replot(directory):
+        click.echo(str(path))

@@ -1,0 +1,25 @@
+"""``cgdr-des run``: simulate one scenario and write its results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from cgdr_des.cli import common
+from cgdr_des.cli.app import main
+from cgdr_des.scenario import load_scenario
+
+
+@main.command()
+@click.argument("scenario")
+@click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Directory for frames, trace and plots.")
+@click.option("--csv", is_flag=True, help="Also write the frames as CSV.")
+def run(scenario: str, out: Path, csv: bool) -> None:
+    """Simulate SCENARIO (a TOML file) and write its results into --out."""
+    sc = load_scenario(scenario)
+    result, written = common.run_one(sc, common.prepare_out(out), csv)
+    for line in common.summary_lines(result):
+        click.echo(line)
+    click.echo(f"outputs    {out}: {', '.join(sorted(p.name for p in written.values()))}")
