@@ -16,7 +16,8 @@ SCANNED = [ROOT / "README.md", *(p for d in ("cgdr_des", "tests", "analysis", "s
 PENDING = {"tail.md", "sweeps.md"}
 
 DOC_REF = re.compile(r"docs/([\w-]+\.md)((?:\s*§\s*[\dx.]+(?:\s*(?:-|–|and|,)\s*§?[\dx.]+)*)?)")
-ROW_REF = re.compile(r"docs/hardware\.md(?:\s+§[\d.]+\s+and)?\s+rows?\s+(\d+)(?:\s*(?:-|–)\s*(\d+))?(?:\s+and\s+row\s+(\d+))?")
+ROW_REF = re.compile(r"docs/hardware\.md(?:\s+§[\d.]+\s+and)?\s+rows?\s+(\d+)"
+                     r"(?:\s*(?:-|–)\s*(\d+))?(?:\s+and\s+row\s+(\d+))?")
 SECTION = re.compile(r"§\s*([\dx]+(?:\.[\dx]+)?)")
 
 
