@@ -159,6 +159,8 @@ class Sim(_Section):
     trace_window: CycleWindow | None = None
     trace_cores: Annotated[list[CoreId], Field(min_length=1, max_length=1024)] | None = None
     max_trace_events: Annotated[int, Field(ge=1, le=MAX_TRACE_EVENTS)] = 200_000
+    #: an inf/NaN output is a diagnostic ("error") or written anyway with a console warning ("keep")
+    nonfinite: Literal["error", "keep"] = "error"
 
     @model_validator(mode="after")
     def _window(self):
