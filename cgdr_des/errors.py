@@ -4,8 +4,6 @@
 ``KernelDiagnostic``: the input is well formed but the real kernel would mishandle it (UB overflow,
 a DMA field that would truncate, event ids exhausted, a deadlock, an output that overflowed), so it
 is not simulated (or returned) as if fine.
-``OutputError``: the output directory cannot be used or read (not ours, locked, incomplete, disk
-full, read-only).
 """
 
 from __future__ import annotations
@@ -35,11 +33,3 @@ class InputError(CgdrError, ValueError):
 
 class KernelDiagnostic(CgdrError, RuntimeError):
     """A configuration the real kernel (or machine) would mishandle; message says what and where."""
-
-
-class OutputError(CgdrError, OSError):
-    """An output directory that cannot be written or read as a complete cgdr-des output."""
-
-    def __init__(self, path: object, problem: str):
-        self.path, self.problem = path, problem
-        super().__init__(f"{one_line(path)}: {problem}")

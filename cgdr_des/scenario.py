@@ -26,6 +26,7 @@ import reprlib
 import tomllib
 from collections.abc import Mapping
 from contextlib import contextmanager
+from itertools import islice
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -293,9 +294,11 @@ def read_lengths_csv(path: Path, shown: str, batch: int | None) -> np.ndarray:
         raise InputError(field, shown, f"an existing CSV file (looked for {path})")
     if path.stat().st_size > MAX_CSV_BYTES:
         raise InputError(field, shown, f"a CSV of at most {MAX_CSV_BYTES // 2**20} MiB")
+    limit = MAX_BATCH if batch is None else batch
     try:
         with path.open(newline="", encoding="utf-8") as fh:
-            rows = [r for r in csv.reader(fh) if any(c.strip() for c in r)]
+            # the header and at most limit + 1 data rows: a huge file is refused without reading it all
+            rows = list(islice((r for r in csv.reader(fh) if any(c.strip() for c in r)), limit + 2))
     except UnicodeDecodeError as exc:
         raise InputError(field, shown, f"a UTF-8 text file (byte {exc.start} is not UTF-8)") from None
     except csv.Error as exc:
@@ -303,12 +306,11 @@ def read_lengths_csv(path: Path, shown: str, batch: int | None) -> np.ndarray:
     if not rows:
         raise InputError(field, shown, "a CSV with at least one length")
     col, body = _length_column(rows, field, shown)
-    limit = MAX_BATCH if batch is None else batch
+    if batch is None and len(body) > MAX_BATCH:
+        raise InputError(field, shown, f"at most {MAX_BATCH} rows (set workload.batch to read the first ones)")
     values = [_csv_length(row, col, i, field, shown) for i, row in enumerate(body[:limit])]
     if batch is not None and batch > len(values):
         raise InputError("workload.batch", batch, f"<= the {len(values)} rows of {shown}")
-    if batch is None and len(body) > MAX_BATCH:
-        raise InputError(field, shown, f"at most {MAX_BATCH} rows (set workload.batch to read the first ones)")
     if not values:
         raise InputError(field, shown, "a CSV with at least one length")
     return np.asarray(values, dtype=np.int32)
