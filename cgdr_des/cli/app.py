@@ -9,8 +9,8 @@ Errors never reach the user as a traceback:
 - anything else is a bug of cgdr-des: one line ``internal error: <type>: <message>``, exit 1, and
   ``-v`` prints the traceback.
 
-Click's own usage errors also exit with 2. Each command lives in its own module of this package and
-registers itself on :data:`main` when ``cgdr_des.cli`` is imported.
+Click's own usage errors (a missing argument, an unknown option) are one line too, exit 2. Each
+command lives in its own module of this package and registers itself on :data:`main` when ``cgdr_des.cli`` is imported.
 """
 
 from __future__ import annotations
@@ -44,6 +44,9 @@ class _Cli(click.Group):
         verbose = bool(ctx.params.get("verbose"))
         try:
             return super().invoke(ctx)
+        except click.UsageError as exc:  # one line too, without click's usage banner
+            click.echo(f"error: {_usage_message(exc)}", err=True)
+            ctx.exit(2)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
         except CgdrError as exc:
@@ -54,6 +57,15 @@ class _Cli(click.Group):
             ctx.exit(2)
         except Exception as exc:  # noqa: BLE001 -- the contract: no exception leaves as a traceback
             _report(ctx, exc, verbose)
+
+
+def _usage_message(exc: click.UsageError) -> str:
+    """``--out: Directory 'x' is a file.`` for a bad parameter, click's message otherwise."""
+    param = getattr(exc, "param", None)
+    if isinstance(exc, click.BadParameter) and param is not None:
+        name = param.opts[0] if getattr(param, "opts", None) else param.name.upper()
+        return one_line(f"{name}: {exc.message}", 2000)
+    return one_line(exc.format_message(), 2000)
 
 
 def _report(ctx: click.Context, exc: Exception, verbose: bool) -> None:

@@ -60,6 +60,7 @@ class OutputDir:
             _remove_leftovers(parent, self.out.name)
             with _os_errors(self.field, self.out, "a writable directory"):
                 self.staging = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.cgdr-tmp-", dir=parent))
+                self.staging.chmod(0o777 & ~_umask())  # mkdtemp's 0700 would outlive the rename
         except BaseException:
             self._unlock()
             raise
@@ -99,6 +100,12 @@ class OutputDir:
         if self._lock_fd is not None:
             os.close(self._lock_fd)  # closing drops the flock
             self._lock_fd = None
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def check_encodable(path: Path, field: str) -> None:
