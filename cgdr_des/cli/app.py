@@ -2,7 +2,7 @@
 
 Errors never reach the user as a traceback:
 
-- every ``CgdrError`` (``InputError``, ``KernelDiagnostic``, ``OutputError``) is one line on stderr,
+- every ``CgdrError`` (``InputError``, ``KernelDiagnostic``) is one line on stderr,
   ``error: <message>``, exit code 2 (``-v`` adds the rest of a multi-line diagnostic);
 - what the user's input or machine can cause outside our checks (``MemoryError``, ``OSError`` such
   as a full or read-only disk, numpy's "array is too big") is one line naming the cause, exit 2;
@@ -10,7 +10,8 @@ Errors never reach the user as a traceback:
   ``-v`` prints the traceback.
 
 Click's own usage errors (a missing argument, an unknown option) are one line too, exit 2. Each
-command lives in its own module of this package and registers itself on :data:`main` when ``cgdr_des.cli`` is imported.
+command lives in its own module of this package and registers itself on :data:`main` when
+``cgdr_des.cli`` is imported.
 """
 
 from __future__ import annotations

@@ -55,14 +55,15 @@ def check_estimate(sc: Scenario, max_memory: str | None) -> None:
     check_memory(est, parse_size(max_memory))
 
 
-def run_one(sc: Scenario, out: Path, csv: bool) -> tuple[object, dict[str, Path]]:
-    """Simulate ``sc`` with a progress bar and write its frames, trace and plots into ``out`` (an
-    existing directory, staged by the caller); prints what the trace leaves out and a kept NaN."""
+def run_one(sc: Scenario, out: Path, csv: bool, target: OutputDir) -> tuple[object, dict[str, Path]]:
+    """Simulate ``sc`` with a progress bar and write its frames, trace and plots into ``out`` (a
+    directory inside ``target``'s staging); prints what the trace leaves out and a kept NaN."""
     # overflow is diagnosed from the outputs (numerics/finite.py), not as numpy warnings on stderr
     with ProgressBar(f"{sc.name}") as bar, np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         result = _simulate()(sc, progress=bar)
-    written, notes = write_files(result, out, csv=csv or sc.output.csv, trace=sc.sim.trace,
-                                 plots=sc.output.plots)
+    with target.writing():
+        written, notes = write_files(result, out, csv=csv or sc.output.csv, trace=sc.sim.trace,
+                                     plots=sc.output.plots)
     if result.meta.get("nonfinite"):
         notes.append(f"{result.meta['nonfinite']} (written as asked by [sim] nonfinite = \"keep\")")
     for note in notes:

@@ -39,12 +39,14 @@ def compare(scenario: str, more_buffer_nums: tuple[int, ...], buffer_nums: tuple
     for sc in points:
         common.check_estimate(sc, max_memory)
     results = {}
-    with common.output_dir(out, force) as staging:  # the whole comparison is one owned output
+    target = common.output_dir(out, force)
+    with target as staging:  # the whole comparison is one owned output
         for bn, sc in zip(values, points, strict=True):
-            results[bn], _ = common.run_one(sc, common.prepare_out(staging / f"buffer_num_{bn}"), csv)
-        plot_buffer_compare(results, staging / "buffer_compare.png")
-        table = _compare_table(results)
-        table.to_csv(staging / "compare.csv", index=False)
+            results[bn], _ = common.run_one(sc, common.prepare_out(staging / f"buffer_num_{bn}"), csv, target)
+        with target.writing():
+            plot_buffer_compare(results, staging / "buffer_compare.png")
+            table = _compare_table(results)
+            table.to_csv(staging / "compare.csv", index=False)
     click.echo(table.to_string(index=False))
     click.echo(f"outputs    {out}: buffer_compare.png, compare.csv, "
                + ", ".join(f"buffer_num_{bn}/" for bn in values))

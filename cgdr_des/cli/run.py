@@ -22,8 +22,9 @@ def run(scenario: str, out: Path, csv: bool, force: bool, max_memory: str | None
     """Simulate SCENARIO (a TOML file) and write its results into --out."""
     sc = load_scenario(scenario)
     common.check_estimate(sc, max_memory)
-    with common.output_dir(out, force) as staging:
-        result, written = common.run_one(sc, staging, csv)
+    target = common.output_dir(out, force)
+    with target as staging:
+        result, written = common.run_one(sc, staging, csv, target)
     for line in common.summary_lines(result):
         click.echo(line)
     click.echo(f"outputs    {out}: {', '.join(sorted(p.name for p in written.values()))}")

@@ -42,7 +42,8 @@ def write_results(result: Result, out_dir: str | Path, *, csv: bool = False, tra
     """Write ``result`` into ``out_dir`` atomically (see ``results/outdir.py``: a new, empty or, with
     ``force``, previous output directory); returns {label: path} of what was written."""
     out = Path(out_dir)
-    with OutputDir(out, force=force, field="out_dir") as staging:
+    target = OutputDir(out, force=force, field="out_dir")
+    with target as staging, target.writing():
         written, _ = write_files(result, staging, csv=csv, trace=trace, plots=plots)
     return {label: out / path.relative_to(staging) for label, path in written.items()}
 

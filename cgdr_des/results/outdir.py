@@ -35,6 +35,7 @@ from cgdr_des.errors import InputError
 MANIFEST = "manifest.json"
 #: files a reader never reads (the plots, drawn from the frames): listed, not required
 DERIVED = (".png",)
+WRITE_NEEDS = "a file system with room for the output; nothing was written"
 TOOL = "cgdr-des"
 #: files that mark a directory written by cgdr-des before manifests existed
 LEGACY_MARKERS = ("meta.json", "scenario.resolved.json")
@@ -52,13 +53,13 @@ class OutputDir:
         check_encodable(self.out, self.field)
         self._check_target()
         parent = self.out.absolute().parent
-        with _os_errors(self.field, self.out, "a writable directory"):
+        with os_errors(self.field, self.out, "a writable directory"):
             parent.mkdir(parents=True, exist_ok=True)
             self._lock_fd = _lock(parent / f".{self.out.name}.cgdr-lock", self.field, self.out)
         try:
             self._check_target()  # again under the lock: another run may have finished meanwhile
             _remove_leftovers(parent, self.out.name)
-            with _os_errors(self.field, self.out, "a writable directory"):
+            with os_errors(self.field, self.out, "a writable directory"):
                 self.staging = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.cgdr-tmp-", dir=parent))
                 self.staging.chmod(0o777 & ~_umask())  # mkdtemp's 0700 would outlive the rename
         except BaseException:
@@ -69,18 +70,18 @@ class OutputDir:
     def __exit__(self, exc_type, exc, tb) -> bool:
         try:
             if exc_type is None:
-                with _os_errors(self.field, self.out, "a file system with room for the output; nothing "
-                                "was written"):
+                with os_errors(self.field, self.out, WRITE_NEEDS):
                     write_manifest(self.staging)
                     _swap_in(self.staging, self.out)
         finally:
             if self.staging.exists():  # a failure: nothing half-written is left behind
                 shutil.rmtree(self.staging, ignore_errors=True)
             self._unlock()
-        if exc_type is not None and issubclass(exc_type, OSError) and not issubclass(exc_type, InputError):
-            raise _as_input_error(exc, self.field, self.out, "a file system with room for the output; "
-                                  "nothing was written") from None
         return False
+
+    def writing(self) -> os_errors:
+        """Wrap the writes into the staging directory: an OSError (disk full, quota) becomes one line."""
+        return os_errors(self.field, self.out, WRITE_NEEDS)
 
     def _check_target(self) -> None:
         out = self.out
@@ -199,7 +200,7 @@ def _swap_in(staging: Path, out: Path) -> None:
         shutil.rmtree(aside, ignore_errors=True)
 
 
-class _os_errors:
+class os_errors:
     """Turn an OSError into a one-line InputError on ``field`` (``allowed`` says what was needed)."""
 
     def __init__(self, field: str, out: Path, allowed: str):
