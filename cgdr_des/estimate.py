@@ -7,9 +7,9 @@ The model counts what grows with the launch (measured on the shipped scenarios; 
 ~120 MiB the interpreter and libraries take):
 
 - tensors, per (token, value head) with ``kernel`` numerics: the fp16 inputs and their widened
-  copies (``2 + w`` bytes per q, k, v and beta element, w = 4 for fp32, 8 for ``exact``), and the
-  fp16 out; per (sequence, head): initial and final state, their widened copy and the fp32
-  workspace; one UB lane of ``ub_rest_bytes`` per head for the head-batched numbers. ``off``: g only.
+  copies (``2 + w`` bytes per q, k, v and beta element, w = 4 for fp32, 8 for ``exact``), g, and
+  out; per (sequence, head): initial and final state, the widened copy and the workspace (exactly
+  the launch's arrays, tested); one UB lane of ``ub_rest_bytes`` per head for the head-batched numbers. ``off``: g only.
 - timing, per (chunk, head, V-tile) item: ~64 KiB at ``phase`` fidelity (ops rows, spans, the
   machine's records in flight); at ``instr`` ~380 bytes per instruction row, rows capped as the
   simulation caps them (beyond that only spans are kept).
@@ -78,8 +78,9 @@ def _tensor_bytes(tokens: int, batch: int, nk: int, nv: int, dk: int, dv: int, u
     if numerics == "off":
         return tokens * nv * 4  # g, which sets ScalarExp's cost
     wide = 8 if numerics == "exact" else 4
-    per_token = (2 + wide) * (2 * nk * dk + nv * dv + nv) + 2 * nv * dv + 4 * nv
-    per_sequence = (2 + wide + 2 + wide) * nv * dv * dk
+    outs = 8 if numerics == "exact" else 2  # out and final_state: fp16, or float64 for exact
+    per_token = (2 + wide) * (2 * nk * dk + nv * dv + nv) + outs * nv * dv + (4 + wide) * nv  # g: fp32, widened
+    per_sequence = (2 + wide + outs) * nv * dv * dk + wide * nv * dk * (-(-dv // 8) * 8)  # states, workspace
     return tokens * per_token + batch * per_sequence + nv * ub_rest * wide // 4
 
 

@@ -467,3 +467,94 @@ def test_bad_op_option(option, value, field):
 def test_catalogue_is_at_least_80_inputs():
     direct = 21 + 5 + 3 + 3  # the CSV/flag/file-system/plot functions above and the op options
     assert len(SCENARIO_CASES) + len(PROFILE_CASES) + len(CSV_CASES) + len(OP_CASES) + direct >= 80
+
+
+# ---------------------------------------------------------------- bounds, checked against truth
+
+
+def _walk_v_step(dv, dk, ub, overlap, queue_buffers):
+    """The source's SolveVStep, every width from CeilAlign(dv, 16) down: the reference."""
+    from cgdr_des.kernel.tiling import ceil_align, compute_out_queue_bytes, compute_tmp_buff_bytes
+
+    for vs in range(ceil_align(dv, 16), 0, -16):
+        if compute_tmp_buff_bytes(vs, dv, dk, overlap) + queue_buffers * compute_out_queue_bytes(vs, dk) <= ub:
+            return vs
+    return None
+
+
+@pytest.mark.parametrize("ub", [65_536, 196_608, 262_144, 1 << 20])
+def test_bounded_v_step_search_equals_the_full_walk(ub):
+    from cgdr_des.kernel.tiling import solve_v_step
+
+    for dv in (1, 15, 16, 100, 128, 256, 500, 1000, 4096):
+        for dk in (16, 64, 128, 256):
+            for overlap in (False, True):
+                for qb in (1, 2):
+                    assert solve_v_step(dv, dk, ub, overlap, queue_buffers=qb) == _walk_v_step(dv, dk, ub, overlap, qb)
+
+
+def test_v_step_search_is_bounded_by_ub_not_dv():
+    from cgdr_des.kernel.tiling import solve_v_step
+
+    start = time.perf_counter()
+    assert solve_v_step(10**9, 16, 262_144, True) == _walk_v_step(2000, 16, 262_144, True, 1)
+    assert time.perf_counter() - start < 0.05
+
+
+def test_widest_allowed_dv_validates_fast(tmp_path):
+    doc = merged(shape={"dv": 65_536}, hardware={"overrides": {"ub_bytes": 1 << 24}})
+    res, elapsed = invoke("validate", write(tmp_path, doc))
+    assert res.exit_code == 0, res.output
+    assert elapsed < LIMIT_S
+
+
+@pytest.mark.parametrize(("dk", "dv", "match"), [(528, 16, "DotFp32 count dk=528"), (16, 24, "WriteAttnTileToGm")])
+def test_static_diagnostics_are_the_programs_own(dk, dv, match):
+    """validate's static check and the simulated program raise the same diagnostic."""
+    import cgdr_des
+    from cgdr_des.errors import KernelDiagnostic
+    from cgdr_des.scenario import Scenario
+
+    data = merged(shape={"dk": dk, "dv": dv}, hardware=BIG_UB)
+    with pytest.raises(KernelDiagnostic, match=match) as static:
+        Scenario.from_dict(data)
+    with pytest.raises(KernelDiagnostic, match=match) as run:
+        cgdr_des.simulate(Scenario.from_dict(data, check_tiling=False))
+    assert str(static.value).split(":")[0] == str(run.value).split(":")[0]
+
+
+def test_zipf_whose_weights_all_underflow_is_all_at_min():
+    """P(11)/P(10) = (10/11)^400 ~ 3e-17: every draw is 10, where k**-400 underflowed to 0 before."""
+    from cgdr_des.workload.lengths import Zipf, sample_lengths
+
+    d = Zipf(kind="zipf", theta=400.0, min=10, max=20)
+    assert sample_lengths(d, 1000, np.random.default_rng(0)).tolist() == [10] * 1000
+
+
+def test_tensor_estimate_is_the_launchs_arrays_exactly():
+    """The tensor part of the memory estimate is the byte count of the arrays a launch holds."""
+    from cgdr_des.estimate import _tensor_bytes
+    from cgdr_des.kernel.functional import build_launch
+    from cgdr_des.workload.tensors import make_inputs
+
+    x = make_inputs([70, 30, 5], 2, 4, 32, 48, seed=0)
+    for numerics in ("kernel", "exact"):
+        launch = build_launch(**x.kwargs(), numerics=numerics)
+        arrays = [x.query, x.key, x.value, x.beta, x.initial_state, x.g, launch.out, launch.final_state,
+                  launch.workspace, *(a for a in launch.wide.values() if a is not None)]
+        actual = sum(a.nbytes for a in arrays)
+        assert _tensor_bytes(105, 3, 2, 4, 32, 48, 0, numerics) == actual
+
+
+@pytest.mark.parametrize(("text", "size"), [("4G", 4 << 30), ("512MiB", 512 << 20), ("1.5g", 3 << 29),
+                                            ("1000", 1000), ("none", None), (" 2 kb ", 2048)])
+def test_max_memory_sizes(text, size):
+    from cgdr_des.estimate import parse_size
+
+    assert parse_size(text) == size
+
+
+def test_max_memory_default_is_half_the_ram():
+    from cgdr_des.estimate import parse_size
+
+    assert parse_size(None) == os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
