@@ -365,7 +365,7 @@ def validate_tiling(sc: Scenario):
                                 batch=int(lengths.size), ub_size=profile_ub_bytes(profile),
                                 aiv_num=profile_core_count(profile), has_gamma=s.has_gamma,
                                 buffer_num=sc.kernel.buffer_num)
-    static_diagnostics(tiling)
+        static_diagnostics(tiling)
     _check_cores(sc, tiling.block_dim)
     return tiling
 

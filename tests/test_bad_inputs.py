@@ -127,6 +127,11 @@ SCENARIO_CASES = {
     "dv whose last V-tile overruns its row": (merged(shape={"dv": 24}), "WriteAttnTileToGm: curV=24"),
     "no vStep fits UB": (merged(shape={"dk": 8192}), "tiling.ub_size"),
     "has_gamma as a string": (merged(shape={"has_gamma": "yes"}), "shape.has_gamma"),
+    "workspace past a 48-bit GM": (merged(shape={"nv": 64, "dk": 256, "dv": 8192},
+                                          hardware={"overrides": {"ub_bytes": 1 << 22}},
+                                          workload={"lengths": None, "batch": 2**20,
+                                                    "distribution": {"kind": "fixed", "length": 1}}),
+                                   "tiling.workspace_bytes"),
     # workload
     "batch 1e9": (merged(workload={"lengths": None, "distribution": {"kind": "fixed", "length": 8},
                                    "batch": 10**9}), "workload.batch"),

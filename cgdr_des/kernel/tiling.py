@@ -35,6 +35,7 @@ CHUNK_SIZE = 64  # kDefaultChunkSize: fixed in v1, not an attribute
 WORKSPACE_FLOOR_BYTES = 32 * 1024 * 1024  # kWorkspaceBytes
 DOT_INPLACE_LIMIT = 512  # DotFp32's partial sums land at 8r < 64, so at most 8 full repeats of 64
 INT32_MAX = 2**31 - 1    # t, lengths and token offsets are int32 on the device
+MAX_GM_BYTES = 2**48     # a 48-bit device address space: no workspace past it can be allocated
 FP32_BYTES = 4
 FP16_BYTES = 2
 
@@ -173,6 +174,8 @@ def compute_tiling(*, t: int, hqk: int, dk: int, hv: int, dv: int, batch: int, u
     GRAPH_FAILED; here that is an InputError naming the shape and ``ub_size``.
     """
     t = _positive("t", t, minimum=0)
+    if t > INT32_MAX:
+        raise InputError("t", t, f"at most {INT32_MAX} tokens (int32 on the device)")
     hqk, dk, hv, dv, batch = (_positive(n, v) for n, v in
                               (("hqk", hqk), ("dk", dk), ("hv", hv), ("dv", dv), ("batch", batch)))
     ub_size, aiv_num = _positive("ub_size", ub_size), _positive("aiv_num", aiv_num)
@@ -219,7 +222,8 @@ def _build(shape: dict[str, int], ub_size: int, aiv_num: int, has_gamma: bool, b
 
 
 def static_diagnostics(tiling: Tiling) -> None:
-    """Raise the KernelDiagnostic the device program would raise for this tiling, without running it.
+    """Raise the KernelDiagnostic the device program would raise for this tiling, without running it
+    (and an InputError for a workspace no device could allocate).
 
     Both follow from the tiling alone: DotFp32 (every chunk's attention matrix) takes dk as its
     count, and its in-place partial sums overwrite unread products past ``DOT_INPLACE_LIMIT``;
@@ -228,6 +232,9 @@ def static_diagnostics(tiling: Tiling) -> None:
     CopyToGm's per-row fallback, which writes whole 32-byte blocks past the row into the next
     head's output. ``t == 0`` runs no chunk and so neither.
     """
+    if tiling.workspace_bytes > MAX_GM_BYTES:
+        raise InputError("workspace_bytes", tiling.workspace_bytes,
+                         f"at most {MAX_GM_BYTES} (2^48: the GM a chip can address); shrink batch, hv, dk or dv")
     if tiling.t == 0:
         return
     if tiling.dk > DOT_INPLACE_LIMIT:
