@@ -42,7 +42,8 @@ def check_outputs(launch, scenario=None) -> dict[str, str]:
     if getattr(getattr(scenario, "sim", None), "nonfinite", "error") == "keep":
         return {"nonfinite": f"non-finite output: first at {what} (batch {b})"}
     phase = first_bad_phase(launch, b, head)
-    raise KernelDiagnostic(f"non-finite output: first at {what} (batch {b}); {phase}; {KEEP_GOING_HINT}")
+    hint = KEEP_GOING_HINT if scenario is not None else "check scale_value, beta and the inputs' range"
+    raise KernelDiagnostic(f"non-finite output: first at {what} (batch {b}); {phase}; {hint}")
 
 
 def _first_bad(launch) -> tuple[str, int, int, int] | None:
