@@ -18,6 +18,7 @@ import numpy as np
 
 from cgdr_des.errors import InputError
 from cgdr_des.kernel.functional import build_launch, run_functional
+from cgdr_des.numerics.finite import check_outputs
 
 
 @dataclass
@@ -84,8 +85,19 @@ def validate_inputs(query, key, value, beta, initial_state, actual_seq_lengths, 
         gg = _check_array("g", g, 2, np.float32)
         if gg.shape != (t, nv):
             raise InputError("g.shape", gg.shape, f"must be {(t, nv)}")
-    if not np.isfinite(scale_value):
-        raise InputError("scale_value", scale_value, "must be finite")
+        if gg.size and float(gg.max()) > 0:
+            raise InputError("g", float(gg.max()), "the log-decay must be <= 0 (exp(g) is a decay in (0, 1])")
+    _check_scale(scale_value)
+
+
+def _check_scale(scale_value) -> None:
+    """A real number of magnitude <= fp16's max: past it q.k * scale overflows the fp16 outputs."""
+    from cgdr_des.scenario import MAX_SCALE
+
+    if isinstance(scale_value, bool) or not isinstance(scale_value, int | float | np.floating | np.integer):
+        raise InputError("scale_value", type(scale_value).__name__, "must be a real number")
+    if not np.isfinite(scale_value) or abs(float(scale_value)) > MAX_SCALE:
+        raise InputError("scale_value", scale_value, f"must be finite with |scale_value| <= {MAX_SCALE:g}")
 
 
 def chunk_gated_delta_rule(query, key, value, beta, initial_state, actual_seq_lengths, g=None,
@@ -105,6 +117,7 @@ def chunk_gated_delta_rule(query, key, value, beta, initial_state, actual_seq_le
                               numerics=numerics, ub_size=prof.ub_bytes, aiv_num=prof.aiv_num,
                               buffer_num=buffer_num)
         fr = run_functional(launch, policy)
+        check_outputs(launch)  # an inf/NaN output is a KernelDiagnostic naming where it started
         return OpResult(fr.out, fr.final_state, fr.counts, None, launch.tiling)
     from cgdr_des.simulation import simulate_launch
 

@@ -26,6 +26,7 @@ import reprlib
 import tomllib
 from collections.abc import Mapping
 from contextlib import contextmanager
+from itertools import islice
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -42,11 +43,24 @@ from pydantic import (
 
 from cgdr_des.errors import InputError
 from cgdr_des.workload.lengths import DISTRIBUTIONS, Distribution, Length, sample_lengths
+from cgdr_des.workload.lengths import MAX_LENGTH as MAX_TOKENS
 
 DEFAULT_PROFILE = "atlas-300i-duo"
+# Upper bounds (docs/reliability.md): each keeps validate O(1) or O(batch) and the launch inside
+# the kernel's integer fields; memory beyond them is the estimate's business (cgdr_des/estimate.py).
+MAX_HEADS = 65_536          # nk, nv: head indices and head counts in the tiling's 32-bit fields
+MAX_HEAD_DIM = 65_536       # dk, dv: far past any UB (dk > 512 is refused by DotFp32 anyway)
+MAX_BATCH = 1_048_576       # sequences per launch: one work item per (sequence, head) is simulated
+MAX_CYCLE = 2**62           # windows, in cycles (int64 times with headroom)
+MAX_TRACE_EVENTS = 50_000_000
+MAX_SEED = 2**63 - 1        # numpy's default_rng takes any non-negative integer; int64 keeps it portable
+MAX_SCALE = 65_504.0        # fp16's largest finite value: past it q.k * scale overflows fp16 outputs
+MAX_CSV_BYTES = 64 * 1024 * 1024
 PositiveInt = Annotated[int, Field(ge=1)]
-CoreId = Annotated[int, Field(ge=0)]
-CycleWindow = Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=2, max_length=2)]
+HeadCount = Annotated[int, Field(ge=1, le=MAX_HEADS)]
+HeadDim = Annotated[int, Field(ge=1, le=MAX_HEAD_DIM)]
+CoreId = Annotated[int, Field(ge=0, le=1023)]
+CycleWindow = Annotated[list[Annotated[int, Field(ge=0, le=MAX_CYCLE)]], Field(min_length=2, max_length=2)]
 
 
 class _Section(BaseModel):
@@ -83,11 +97,11 @@ class Hardware(_Section):
 class Shape(_Section):
     """``[shape]``: heads and head dims; ``scale_value`` defaults to ``1/sqrt(dk)`` (kernel tests do so)."""
 
-    nk: PositiveInt
-    nv: PositiveInt
-    dk: PositiveInt
-    dv: PositiveInt
-    scale_value: Annotated[float, Field(allow_inf_nan=False)] | None = None
+    nk: HeadCount
+    nv: HeadCount
+    dk: HeadDim
+    dv: HeadDim
+    scale_value: Annotated[float, Field(allow_inf_nan=False, ge=-MAX_SCALE, le=MAX_SCALE)] | None = None
     has_gamma: bool = True
 
     @model_validator(mode="after")
@@ -111,11 +125,11 @@ class Tensors(_Section):
 class Workload(_Section):
     """``[workload]``: exactly one length source, the batch size, the seed of every random draw."""
 
-    lengths: Annotated[list[Length], Field(min_length=1)] | None = None
+    lengths: Annotated[list[Length], Field(min_length=1, max_length=MAX_BATCH)] | None = None
     distribution: Distribution | None = None
-    lengths_csv: str | None = None
-    batch: PositiveInt | None = None
-    seed: int = 0
+    lengths_csv: Annotated[str, Field(min_length=1, max_length=4096)] | None = None
+    batch: Annotated[int, Field(ge=1, le=MAX_BATCH)] | None = None
+    seed: Annotated[int, Field(ge=0, le=MAX_SEED)] = 0
     tensors: Tensors = Field(default_factory=Tensors)
 
     @model_validator(mode="after")
@@ -144,8 +158,10 @@ class Sim(_Section):
     numerics: Literal["kernel", "exact", "off"] = "kernel"
     trace: bool = True
     trace_window: CycleWindow | None = None
-    trace_cores: list[CoreId] | None = None
-    max_trace_events: PositiveInt = 200_000
+    trace_cores: Annotated[list[CoreId], Field(min_length=1, max_length=1024)] | None = None
+    max_trace_events: Annotated[int, Field(ge=1, le=MAX_TRACE_EVENTS)] = 200_000
+    #: an inf/NaN output is a diagnostic ("error") or written anyway with a console warning ("keep")
+    nonfinite: Literal["error", "keep"] = "error"
 
     @model_validator(mode="after")
     def _window(self):
@@ -258,43 +274,70 @@ def resolve_lengths(workload: Workload, base_dir: Path) -> np.ndarray:
             raise InputError(f"workload.distribution.{exc.field}", exc.value, exc.allowed) from None
     else:
         lengths = read_lengths_csv(base_dir / workload.lengths_csv, workload.lengths_csv, workload.batch)
-    if int(lengths.sum()) <= 0:
+    total = int(lengths.sum(dtype=np.int64))
+    if total <= 0:
         raise InputError("workload.lengths", _brief(lengths.tolist()), "at least one positive length")
+    if total > MAX_TOKENS:
+        raise InputError("workload.lengths", _Shown(f"{lengths.size} lengths summing to {total}"),
+                         f"a total of at most {MAX_TOKENS} tokens (T is int32 on the device)")
     return lengths
 
 
 def read_lengths_csv(path: Path, shown: str, batch: int | None) -> np.ndarray:
-    """Lengths from a CSV: its only column, or the column headed ``length``; first ``batch`` rows."""
+    """Lengths from a CSV: its only column, or the column headed ``length``; first ``batch`` rows.
+
+    A refusal names the row and quotes only a numeric-looking cell (truncated): a wrong file (say a
+    system file) is never echoed.
+    """
     field = "workload.lengths_csv"
     if not path.is_file():
         raise InputError(field, shown, f"an existing CSV file (looked for {path})")
-    with path.open(newline="", encoding="utf-8") as fh:
-        rows = [r for r in csv.reader(fh) if any(c.strip() for c in r)]
+    if path.stat().st_size > MAX_CSV_BYTES:
+        raise InputError(field, shown, f"a CSV of at most {MAX_CSV_BYTES // 2**20} MiB")
+    limit = MAX_BATCH if batch is None else batch
+    try:
+        with path.open(newline="", encoding="utf-8") as fh:
+            # the header and at most limit + 1 data rows: a huge file is refused without reading it all
+            rows = list(islice((r for r in csv.reader(fh) if any(c.strip() for c in r)), limit + 2))
+    except UnicodeDecodeError as exc:
+        raise InputError(field, shown, f"a UTF-8 text file (byte {exc.start} is not UTF-8)") from None
+    except csv.Error as exc:
+        raise InputError(field, shown, f"a well-formed CSV ({str(exc)[:80]})") from None
     if not rows:
         raise InputError(field, shown, "a CSV with at least one length")
-    header = [c.strip().lower() for c in rows[0]]
-    if "length" in header:
-        col, body = header.index("length"), rows[1:]
-    elif len(header) == 1:
-        col, body = 0, (rows if _is_int(rows[0][0]) else rows[1:])
-    else:
-        raise InputError(field, shown, "a CSV with one column, or a column named 'length'")
-    values = []
-    for i, row in enumerate(body):
-        cell = row[col].strip() if col < len(row) else ""
-        if not _is_int(cell) or int(cell) < 0:
-            raise InputError(field, f"{shown} data row {i + 1}: {cell!r}", "non-negative integer lengths")
-        values.append(int(cell))
-    if batch is not None:
-        if batch > len(values):
-            raise InputError("workload.batch", batch, f"<= the {len(values)} rows of {shown}")
-        values = values[:batch]
+    col, body = _length_column(rows, field, shown)
+    if batch is None and len(body) > MAX_BATCH:
+        raise InputError(field, shown, f"at most {MAX_BATCH} rows (set workload.batch to read the first ones)")
+    values = [_csv_length(row, col, i, field, shown) for i, row in enumerate(body[:limit])]
+    if batch is not None and batch > len(values):
+        raise InputError("workload.batch", batch, f"<= the {len(values)} rows of {shown}")
     if not values:
         raise InputError(field, shown, "a CSV with at least one length")
     return np.asarray(values, dtype=np.int32)
 
 
+def _length_column(rows: list[list[str]], field: str, shown: str) -> tuple[int, list[list[str]]]:
+    header = [c.strip().lower() for c in rows[0]]
+    if "length" in header:
+        return header.index("length"), rows[1:]
+    if len(header) == 1:
+        return 0, (rows if _is_int(rows[0][0]) else rows[1:])
+    raise InputError(field, shown, "a CSV with one column, or a column named 'length'")
+
+
+def _csv_length(row: list[str], col: int, i: int, field: str, shown: str) -> int:
+    cell = row[col].strip() if col < len(row) else ""
+    if _is_int(cell) and 0 <= int(cell) <= MAX_TOKENS:
+        return int(cell)
+    looks_numeric = len(cell) <= 40 and all(ch in "0123456789+-.eE_ " for ch in cell)
+    what = repr(cell) if looks_numeric else f"a {len(cell)}-character non-numeric cell"
+    raise InputError(field, _Shown(f"{shown} data row {i + 1}: {what}"),
+                     f"integer lengths in [0, {MAX_TOKENS}]")
+
+
 def _is_int(text: str) -> bool:
+    if len(text) > 40:  # int() of a huge digit string is slow, and no length has 40 digits
+        return False
     try:
         int(text.strip())
     except ValueError:
@@ -311,17 +354,30 @@ def validate_tiling(sc: Scenario):
     Returns the ``Tiling``.
     """
     from cgdr_des.hw import load_profile
-    from cgdr_des.kernel.tiling import compute_tiling
+    from cgdr_des.kernel.tiling import compute_tiling, static_diagnostics
 
     with _prefixed("hardware"):
         profile = load_profile(sc.hardware.profile, dict(sc.hardware.overrides) or None)
     lengths = sc.lengths()
     s = sc.shape
     with _prefixed("tiling"):
-        return compute_tiling(t=int(lengths.sum()), hqk=s.nk, dk=s.dk, hv=s.nv, dv=s.dv,
-                              batch=int(lengths.size), ub_size=profile_ub_bytes(profile),
-                              aiv_num=profile_core_count(profile), has_gamma=s.has_gamma,
-                              buffer_num=sc.kernel.buffer_num)
+        tiling = compute_tiling(t=int(lengths.sum()), hqk=s.nk, dk=s.dk, hv=s.nv, dv=s.dv,
+                                batch=int(lengths.size), ub_size=profile_ub_bytes(profile),
+                                aiv_num=profile_core_count(profile), has_gamma=s.has_gamma,
+                                buffer_num=sc.kernel.buffer_num)
+        static_diagnostics(tiling)
+    _check_cores(sc, tiling.block_dim)
+    return tiling
+
+
+def _check_cores(sc: Scenario, block_dim: int) -> None:
+    """Core ids the output options name must be cores the launch uses (0 .. blockDim - 1)."""
+    allowed = f"a core id of this launch, 0..{block_dim - 1} (blockDim {block_dim})"
+    if sc.output.gantt_core is not None and sc.output.gantt_core >= block_dim:
+        raise InputError("output.gantt_core", sc.output.gantt_core, allowed)
+    for i, core in enumerate(sc.sim.trace_cores or ()):
+        if core >= block_dim:
+            raise InputError(f"sim.trace_cores[{i}]", core, allowed)
 
 
 @contextmanager

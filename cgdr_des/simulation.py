@@ -13,6 +13,7 @@ from cgdr_des.kernel.dispatch import assign_items, compute_avgload
 from cgdr_des.kernel.functional import core_assignments, make_launch
 from cgdr_des.kernel.launch import Shape, ceil_div, should_split
 from cgdr_des.kernel.program import core_program
+from cgdr_des.numerics.finite import check_outputs
 from cgdr_des.results.frames import build_result
 from cgdr_des.workload.tensors import draw_g, make_inputs
 
@@ -97,6 +98,7 @@ def run_launch(launch, prof, *, policy, fidelity, meta=None, progress=None, scen
     meta = {**(meta or {}), "policy": policy, "buffer_num": launch.tiling.buffer_num, "fidelity": fidelity,
             "numerics": launch.numerics, "avgload": avgload, "block_dim": launch.block_dim,
             "v_step": launch.tiling.v_step, "ops_kept": keep_ops}
+    meta.update(check_outputs(launch, scenario))
     outputs = {"out": launch.out, "final_state": launch.final_state}
     return build_result(run, assignment, meta=meta, clock_mhz=prof.clock_mhz, outputs=outputs,
                         scenario=scenario, tiling=launch.tiling)

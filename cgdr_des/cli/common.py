@@ -1,17 +1,31 @@
 """Helpers shared by the commands: the lazy simulator, the output directory, one simulated run.
 
 ``simulate`` is imported only by the commands that simulate, so ``validate``/``schema``/``plot`` stay
-fast; tests replace :func:`_simulate` with a stub.
+fast; tests replace :func:`_simulate` with a stub. Output directories are staged and renamed into
+place (``cgdr_des/results/outdir.py``); ``estimate_lines`` prints and enforces the memory estimate.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import click
+import numpy as np
+
 from cgdr_des.errors import InputError
-from cgdr_des.results.export import write_results
+from cgdr_des.estimate import check_memory, parse_size, scenario_estimate
+from cgdr_des.results.export import write_files
+from cgdr_des.results.outdir import OutputDir
 from cgdr_des.results.progress import ProgressBar
-from cgdr_des.scenario import Scenario
+from cgdr_des.scenario import Scenario, validate_tiling
+
+#: the options every command that allocates shares
+max_memory_option = click.option(
+    "--max-memory", default=None, metavar="SIZE",
+    help="Refuse a launch whose estimated peak memory is above SIZE (512M, 4G; 'none': no cap). "
+         "Default: half of this machine's RAM.")
+force_option = click.option("--force", is_flag=True,
+                            help="Replace --out when it holds a previous cgdr-des output (replaced whole).")
 
 
 def _simulate():
@@ -29,12 +43,31 @@ def prepare_out(out: Path) -> Path:
     return out
 
 
-def run_one(sc: Scenario, out: Path, csv: bool) -> tuple[object, dict[str, Path]]:
-    """Simulate ``sc`` with a progress bar and write its frames, trace and plots into ``out``."""
-    with ProgressBar(f"{sc.name}") as bar:
+def output_dir(out: Path, force: bool) -> OutputDir:
+    """The staged, locked ``--out`` (see ``results/outdir.py``); checked before any simulation."""
+    return OutputDir(out, force=force, field="--out")
+
+
+def check_estimate(sc: Scenario, max_memory: str | None) -> None:
+    """Print the memory/time estimate of ``sc`` and refuse it above ``--max-memory``."""
+    est = scenario_estimate(sc, validate_tiling(sc))
+    click.echo(est.line())
+    check_memory(est, parse_size(max_memory))
+
+
+def run_one(sc: Scenario, out: Path, csv: bool, target: OutputDir) -> tuple[object, dict[str, Path]]:
+    """Simulate ``sc`` with a progress bar and write its frames, trace and plots into ``out`` (a
+    directory inside ``target``'s staging); prints what the trace leaves out and a kept NaN."""
+    # overflow is diagnosed from the outputs (numerics/finite.py), not as numpy warnings on stderr
+    with ProgressBar(f"{sc.name}") as bar, np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         result = _simulate()(sc, progress=bar)
-    written = write_results(result, out, csv=csv or sc.output.csv, trace=sc.sim.trace,
-                            plots=sc.output.plots)
+    with target.writing():
+        written, notes = write_files(result, out, csv=csv or sc.output.csv, trace=sc.sim.trace,
+                                     plots=sc.output.plots)
+    if result.meta.get("nonfinite"):
+        notes.append(f"{result.meta['nonfinite']} (written as asked by [sim] nonfinite = \"keep\")")
+    for note in notes:
+        click.echo(f"warning    {note}", err=True)
     return result, written
 
 

@@ -19,8 +19,10 @@ from cgdr_des.scenario import load_scenario
               help="buffer_num values to compare: --buffer-num 1 2 (default 1 2).")
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path))
 @click.option("--csv", is_flag=True, help="Also write the frames as CSV.")
+@common.force_option
+@common.max_memory_option
 def compare(scenario: str, more_buffer_nums: tuple[int, ...], buffer_nums: tuple[int, ...], out: Path,
-            csv: bool) -> None:
+            csv: bool, force: bool, max_memory: str | None) -> None:
     """Run SCENARIO once per buffer_num and plot single vs double buffering.
 
     Values after --buffer-num are collected greedily (``--buffer-num 1 2``); each run goes to
@@ -33,14 +35,18 @@ def compare(scenario: str, more_buffer_nums: tuple[int, ...], buffer_nums: tuple
         if v not in (1, 2):
             raise InputError("--buffer-num", v, "1 or 2")
     base = load_scenario(scenario)
-    common.prepare_out(out)
+    points = [base.with_changes({"kernel": {"buffer_num": bn}}) for bn in values]
+    for sc in points:
+        common.check_estimate(sc, max_memory)
     results = {}
-    for bn in values:
-        sc = base.with_changes({"kernel": {"buffer_num": bn}})
-        results[bn], _ = common.run_one(sc, common.prepare_out(out / f"buffer_num_{bn}"), csv)
-    plot_buffer_compare(results, out / "buffer_compare.png")
-    table = _compare_table(results)
-    table.to_csv(out / "compare.csv", index=False)
+    target = common.output_dir(out, force)
+    with target as staging:  # the whole comparison is one owned output
+        for bn, sc in zip(values, points, strict=True):
+            results[bn], _ = common.run_one(sc, common.prepare_out(staging / f"buffer_num_{bn}"), csv, target)
+        with target.writing():
+            plot_buffer_compare(results, staging / "buffer_compare.png")
+            table = _compare_table(results)
+            table.to_csv(staging / "compare.csv", index=False)
     click.echo(table.to_string(index=False))
     click.echo(f"outputs    {out}: buffer_compare.png, compare.csv, "
                + ", ".join(f"buffer_num_{bn}/" for bn in values))

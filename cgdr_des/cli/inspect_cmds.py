@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from cgdr_des.cli import common
 from cgdr_des.cli.app import main
 from cgdr_des.errors import InputError
 from cgdr_des.scenario import Scenario, load_scenario, validate_tiling
@@ -14,8 +15,10 @@ from cgdr_des.scenario import Scenario, load_scenario, validate_tiling
 
 @main.command()
 @click.argument("scenario")
-def validate(scenario: str) -> None:
-    """Check SCENARIO without simulating: fields, lengths, host tiling."""
+@common.max_memory_option
+def validate(scenario: str, max_memory: str | None) -> None:
+    """Check SCENARIO without simulating: fields, bounds, lengths, host tiling, the diagnostics the
+    tiling alone reveals, and the memory/time estimate."""
     sc = load_scenario(scenario)
     lengths = sc.lengths()
     click.echo(f"ok: {sc.name} ({sc.scenario_hash()}): {lengths.size} sequences, "
@@ -25,6 +28,7 @@ def validate(scenario: str) -> None:
     click.echo(f"tiling: v_step={tiling.v_step} v_tiles={tiling.v_tile_count} "
                f"block_dim={tiling.block_dim} tmp_buff={tiling.tmp_buff_bytes} B "
                f"out_queue={tiling.out_queue_bytes} B")
+    common.check_estimate(sc, max_memory)
 
 
 @main.command()
@@ -41,5 +45,5 @@ def plot(directory: Path) -> None:
 
     if not (directory / "meta.json").is_file():
         raise InputError("DIRECTORY", str(directory), "a directory written by 'cgdr-des run'")
-    for path in replot(directory):
+    for path in replot(directory, field="DIRECTORY"):  # refuses an incomplete directory
         click.echo(str(path))

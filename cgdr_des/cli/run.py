@@ -16,10 +16,15 @@ from cgdr_des.scenario import load_scenario
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="Directory for frames, trace and plots.")
 @click.option("--csv", is_flag=True, help="Also write the frames as CSV.")
-def run(scenario: str, out: Path, csv: bool) -> None:
+@common.force_option
+@common.max_memory_option
+def run(scenario: str, out: Path, csv: bool, force: bool, max_memory: str | None) -> None:
     """Simulate SCENARIO (a TOML file) and write its results into --out."""
     sc = load_scenario(scenario)
-    result, written = common.run_one(sc, common.prepare_out(out), csv)
+    common.check_estimate(sc, max_memory)
+    target = common.output_dir(out, force)
+    with target as staging:
+        result, written = common.run_one(sc, staging, csv, target)
     for line in common.summary_lines(result):
         click.echo(line)
     click.echo(f"outputs    {out}: {', '.join(sorted(p.name for p in written.values()))}")

@@ -142,31 +142,56 @@ FIELD_NAMES = tuple(f.name for f in fields(Profile) if f.name not in _META)
 # ---------------------------------------------------------------- value validation
 
 
-def _int(v, lo: int = 0) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or v < lo:
-        raise ValueError(f"an integer >= {lo}")
+# Upper bounds on every value (a value past them is an InputError, never a giant allocation or a
+# time past int64): they are generous next to every shipped chip, and each follows from what the
+# machine allocates per unit (UB bytes, dcache lines, flag tables) or keeps in int64 cycles.
+MAX_CORES = 1024
+MAX_UB_BYTES = 16 * 1024 * 1024   # the largest UB the host tiling may carve (real chips: 192-256 KiB)
+MAX_CYCLES = 10**7                # any single fixed cost, in cycles
+MAX_QUEUE_DEPTH = 1024
+MAX_EVENT_IDS = 64                # one occupancy bit per id in the per-HardEvent mask
+MAX_ELEMENTS = 4096               # vector elements per repeat
+MAX_BYTES_PER_CYCLE = 1e6
+MIN_BYTES_PER_CYCLE = 1e-3        # slower DMA would put one tile's transfer past 10^10 cycles
+MAX_CLOCK_MHZ = 100_000.0
+MAX_GBPS = 1e6
+MIN_GBPS = 1e-3
+MIN_EFFICIENCY = 1e-3
+
+
+def _int(v, lo: int = 0, hi: int = MAX_CYCLES) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+        raise ValueError(f"an integer in [{lo}, {hi}]")
     return v
+
+
+def _bounded_int(lo: int, hi: int):
+    return lambda v: _int(v, lo, hi)
 
 
 def _pos_int(v) -> int:
     return _int(v, 1)
 
 
-def _pos_float(v) -> float:
-    if isinstance(v, bool) or not isinstance(v, int | float) or not v > 0:
-        raise ValueError("a number > 0")
-    return float(v)
+def _float_in(lo: float, hi: float):
+    def check(v) -> float:
+        if isinstance(v, bool) or not isinstance(v, int | float) or not lo <= v <= hi:
+            raise ValueError(f"a number in [{lo:g}, {hi:g}]")
+        return float(v)
+
+    return check
 
 
 def _fraction(v) -> float:
-    if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v <= 1:
-        raise ValueError("a number in (0, 1]")
+    if isinstance(v, bool) or not isinstance(v, int | float) or not MIN_EFFICIENCY <= v <= 1:
+        raise ValueError(f"a number in [{MIN_EFFICIENCY:g}, 1]")
     return float(v)
 
 
 def _ids(v) -> tuple:
-    if not isinstance(v, list | tuple) or any(isinstance(i, bool) or not isinstance(i, int) for i in v):
-        raise ValueError("a list of integer event ids")
+    if (not isinstance(v, list | tuple) or len(v) > MAX_EVENT_IDS
+            or any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < MAX_EVENT_IDS for i in v)):
+        raise ValueError(f"a list of at most {MAX_EVENT_IDS} event ids in [0, {MAX_EVENT_IDS - 1}]")
     return tuple(v)
 
 
@@ -178,7 +203,7 @@ def _policy(v) -> str:
 
 def _op_table(check, per_dtype: bool):
     def validate(v) -> FrozenMap:
-        if not isinstance(v, Mapping) or not v:
+        if not isinstance(v, Mapping) or not v or len(v) > 64:
             raise ValueError("a table op -> " + ("{fp32, fp16}" if per_dtype else "value"))
         out = {}
         for op, inner in v.items():
@@ -193,20 +218,24 @@ def _op_table(check, per_dtype: bool):
     return validate
 
 
+_BYTE_RATE = _float_in(MIN_BYTES_PER_CYCLE, MAX_BYTES_PER_CYCLE)
 _VALIDATORS = {
-    "aiv_num": _pos_int, "clock_mhz": _pos_float, "ub_bytes": _pos_int, "ub_usable_bytes": _pos_int,
-    "ub_align_bytes": _pos_int, "kernel_launch_cycles": _int, "queue_depth": _pos_int,
-    "event_ids_per_hard_event": _pos_int, "event_ids_reserved": _ids, "flag_cycles": _int,
-    "flag_double_set": _policy,
-    "vec_width": _op_table(_pos_int, True), "vec_cycles_per_repeat": _op_table(_pos_int, False),
+    "aiv_num": _bounded_int(1, MAX_CORES), "clock_mhz": _float_in(1.0, MAX_CLOCK_MHZ),
+    "ub_bytes": _bounded_int(1, MAX_UB_BYTES), "ub_usable_bytes": _bounded_int(1, MAX_UB_BYTES),
+    "ub_align_bytes": _bounded_int(1, 4096), "kernel_launch_cycles": _int,
+    "queue_depth": _bounded_int(1, MAX_QUEUE_DEPTH), "event_ids_per_hard_event": _bounded_int(1, MAX_EVENT_IDS),
+    "event_ids_reserved": _ids, "flag_cycles": _int, "flag_double_set": _policy,
+    "vec_width": _op_table(_bounded_int(1, MAX_ELEMENTS), True), "vec_cycles_per_repeat": _op_table(_pos_int, False),
     "vec_delay_cycles": _op_table(_int, True), "vec_pipe_delay_cycles": _int,
     "vec_api_scalar_cycles": _int, "scalar_dispatch_cycles": _int, "scalar_alu_cycles": _int,
     "scalar_ub_load_cycles": _int, "scalar_ub_store_cycles": _int, "scalar_div_cycles": _int,
-    "tpipe_call_cycles": _int, "dcache_line_bytes": _pos_int, "dcache_bytes": _pos_int,
-    "dcache_miss_cycles": _int, "dma_read_latency_cycles": _int, "dma_write_latency_cycles": _int,
+    "tpipe_call_cycles": _int, "dcache_line_bytes": _bounded_int(1, 4096),
+    "dcache_bytes": _bounded_int(1, MAX_UB_BYTES), "dcache_miss_cycles": _int,
+    "dma_read_latency_cycles": _int, "dma_write_latency_cycles": _int,
     "dma_read_overhead_cycles": _int, "dma_write_overhead_cycles": _int,
-    "dma_read_peak_per_cycle": _pos_float, "dma_write_peak_per_cycle": _pos_float,
-    "dma_aligned_bytes": _pos_int, "dma_unaligned_efficiency": _fraction, "gm_bandwidth_gbps": _pos_float,
+    "dma_read_peak_per_cycle": _BYTE_RATE, "dma_write_peak_per_cycle": _BYTE_RATE,
+    "dma_aligned_bytes": _bounded_int(1, MAX_UB_BYTES), "dma_unaligned_efficiency": _fraction,
+    "gm_bandwidth_gbps": _float_in(MIN_GBPS, MAX_GBPS),
 }
 assert set(_VALIDATORS) == set(FIELD_NAMES), "every Profile field needs a validator"
 
@@ -214,7 +243,7 @@ assert set(_VALIDATORS) == set(FIELD_NAMES), "every Profile field needs a valida
 def _validate(name: str, value, where: str):
     try:
         return _VALIDATORS[name](value)
-    except ValueError as exc:
+    except (ValueError, TypeError) as exc:
         raise InputError(f"{where}.{name}", value, str(exc)) from None
 
 

@@ -27,12 +27,15 @@ from __future__ import annotations
 import operator
 from dataclasses import dataclass
 
-from cgdr_des.errors import InputError
+from cgdr_des.errors import InputError, KernelDiagnostic
 
 FP16_NUM_PER_BLOCK = 16  # fp16 elements per 32-byte block; also the vStep search step
 FP32_NUM_PER_BLOCK = 8
 CHUNK_SIZE = 64  # kDefaultChunkSize: fixed in v1, not an attribute
 WORKSPACE_FLOOR_BYTES = 32 * 1024 * 1024  # kWorkspaceBytes
+DOT_INPLACE_LIMIT = 512  # DotFp32's partial sums land at 8r < 64, so at most 8 full repeats of 64
+INT32_MAX = 2**31 - 1    # t, lengths and token offsets are int32 on the device
+MAX_GM_BYTES = 2**48     # a 48-bit device address space: no workspace past it can be allocated
 FP32_BYTES = 4
 FP16_BYTES = 2
 
@@ -81,8 +84,15 @@ def solve_v_step(dv: int, dk: int, ub_size: int, allow_overlap: bool,
 
     The source's trailing ``if (vStep > dv) vStep = CeilAlign(dv, 16)`` is dead code (the search
     starts at that value), so it is not repeated here.
+
+    The source walks down from ``CeilAlign(dv, 16)``; chunkV and chunkAttnOut alone take
+    ``2 * chunk_size * vStep * 4`` bytes, so no width above ``ub_size / (8 * chunk_size)`` can fit
+    and the walk starts at most there: the same answer in at most ``ub_size / 8 / chunk_size / 16``
+    steps, whatever dv is.
     """
-    for vs in range(ceil_align(dv, FP16_NUM_PER_BLOCK), 0, -FP16_NUM_PER_BLOCK):
+    top = ceil_align(dv, FP16_NUM_PER_BLOCK)
+    start = min(top, ceil_align(ub_size // (2 * chunk_size * FP32_BYTES) + 1, FP16_NUM_PER_BLOCK))
+    for vs in range(start, 0, -FP16_NUM_PER_BLOCK):
         need = (compute_tmp_buff_bytes(vs, dv, dk, allow_overlap, chunk_size)
                 + queue_buffers * compute_out_queue_bytes(vs, dk, chunk_size))
         if need <= ub_size:
@@ -164,6 +174,8 @@ def compute_tiling(*, t: int, hqk: int, dk: int, hv: int, dv: int, batch: int, u
     GRAPH_FAILED; here that is an InputError naming the shape and ``ub_size``.
     """
     t = _positive("t", t, minimum=0)
+    if t > INT32_MAX:
+        raise InputError("t", t, f"at most {INT32_MAX} tokens (int32 on the device)")
     hqk, dk, hv, dv, batch = (_positive(n, v) for n, v in
                               (("hqk", hqk), ("dk", dk), ("hv", hv), ("dv", dv), ("batch", batch)))
     ub_size, aiv_num = _positive("ub_size", ub_size), _positive("aiv_num", aiv_num)
@@ -207,3 +219,31 @@ def _build(shape: dict[str, int], ub_size: int, aiv_num: int, has_gamma: bool, b
         block_dim=max(1, min(work_items, aiv_num)),
         workspace_bytes=max(state_ws, WORKSPACE_FLOOR_BYTES),
     )
+
+
+def static_diagnostics(tiling: Tiling) -> None:
+    """Raise the KernelDiagnostic the device program would raise for this tiling, without running it
+    (and an InputError for a workspace no device could allocate).
+
+    Both follow from the tiling alone: DotFp32 (every chunk's attention matrix) takes dk as its
+    count, and its in-place partial sums overwrite unread products past ``DOT_INPLACE_LIMIT``;
+    the last V-tile of every chunk is ``dv - (vTileCount - 1) * vStep`` wide (vStep is a multiple
+    of 16), and a width that is not a multiple of 16 fp16 elements sends WriteAttnTileToGm to
+    CopyToGm's per-row fallback, which writes whole 32-byte blocks past the row into the next
+    head's output. ``t == 0`` runs no chunk and so neither.
+    """
+    if tiling.workspace_bytes > MAX_GM_BYTES:
+        raise InputError("workspace_bytes", tiling.workspace_bytes,
+                         f"at most {MAX_GM_BYTES} (2^48: the GM a chip can address); shrink batch, hv, dk or dv")
+    if tiling.t == 0:
+        return
+    if tiling.dk > DOT_INPLACE_LIMIT:
+        raise KernelDiagnostic(
+            f"DotFp32 count dk={tiling.dk} exceeds its in-place limit of {DOT_INPLACE_LIMIT}: "
+            "partial sums would overwrite unread products")
+    last = tiling.dv - (tiling.v_tile_count - 1) * tiling.v_step
+    if last % FP16_NUM_PER_BLOCK:
+        raise KernelDiagnostic(
+            f"WriteAttnTileToGm: curV={last} is not a multiple of 16 fp16 elements, so CopyToGm's "
+            f"unaligned fallback writes {ceil_align(last, 16)} per row and overruns into the next "
+            f"head's output; shape dv={tiling.dv}, vStep={tiling.v_step}")

@@ -9,6 +9,10 @@ Directory layout written by ``write_results`` (every file optional except the fr
 - ``trace.json`` — the Chrome trace (options from the scenario's ``[sim]`` table);
 - ``core_load.png``, ``finish_cdf.png``, ``gantt_core{N}.png`` — options from ``[output]``.
 
+- ``manifest.json`` — written last: every file with its size and sha256 (``results/outdir.py``).
+
+The directory is staged and renamed into place (``results/outdir.py``): it is complete or absent.
+``read_result`` and ``replot`` refuse a directory whose files do not match its manifest.
 ``replot(out_dir)`` redraws the PNGs from the saved frames, meta and scenario alone.
 """
 
@@ -16,25 +20,39 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from cgdr_des.results.outdir import OutputDir, check_complete, write_manifest
 from cgdr_des.results.plots import plot_all
 from cgdr_des.results.result import Result
-from cgdr_des.results.trace import trace_from_result, write_trace
+from cgdr_des.results.trace import trace_from_result, trace_notes, write_trace
 
 FRAMES = ("ops", "items", "cores", "summary")
 SCENARIO_FILE = "scenario.resolved.json"
 
 
 def write_results(result: Result, out_dir: str | Path, *, csv: bool = False, trace: bool = True,
-                  plots: bool = True) -> dict[str, Path]:
-    """Write ``result`` into ``out_dir`` (created if needed); returns {label: path} of what was written."""
+                  plots: bool = True, force: bool = False) -> dict[str, Path]:
+    """Write ``result`` into ``out_dir`` atomically (see ``results/outdir.py``: a new, empty or, with
+    ``force``, previous output directory); returns {label: path} of what was written."""
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    target = OutputDir(out, force=force, field="out_dir")
+    with target as staging, target.writing():
+        written, _ = write_files(result, staging, csv=csv, trace=trace, plots=plots)
+    return {label: out / path.relative_to(staging) for label, path in written.items()}
+
+
+def write_files(result: Result, out: Path, *, csv: bool = False, trace: bool = True,
+                plots: bool = True) -> tuple[dict[str, Path], list[str]]:
+    """Write ``result``'s files into the existing directory ``out`` (no manifest, not atomic: the
+    caller stages ``out``, as :func:`write_results` does). Returns {label: path} and the console
+    notes about what the trace leaves out (``trace_notes``)."""
     written: dict[str, Path] = {}
     for name in FRAMES:
         frame = getattr(result, name)
@@ -50,12 +68,21 @@ def write_results(result: Result, out_dir: str | Path, *, csv: bool = False, tra
     if arrays:
         written["outputs"] = out / "outputs.npz"
         np.savez_compressed(written["outputs"], **arrays)
+    notes: list[str] = []
     if trace:
-        written["trace"] = write_trace(trace_from_result(result), out / "trace.json")
+        tr = trace_from_result(result)
+        written["trace"] = write_trace(tr, out / "trace.json")
+        notes = trace_notes(tr["otherData"], result.meta["clock_mhz"], _makespan(result))
     if plots:
         for path in plot_all(result, out, **_gantt_options(_scenario_dict(result))):
             written[path.stem] = path
-    return written
+    return written, notes
+
+
+def _makespan(result: Result) -> int | None:
+    if "makespan_cycles" in result.summary.columns and len(result.summary):
+        return int(result.summary["makespan_cycles"].iloc[0])
+    return None
 
 
 def read_frames(out_dir: str | Path) -> dict[str, pd.DataFrame]:
@@ -73,24 +100,38 @@ def read_meta(out_dir: str | Path) -> dict[str, Any]:
     return json.loads((Path(out_dir) / "meta.json").read_text(encoding="utf-8"))
 
 
-def read_result(out_dir: str | Path) -> Result:
-    """A Result rebuilt from a written run; ``scenario`` is the resolved dict (not re-validated)."""
+def read_result(out_dir: str | Path, *, field: str = "out_dir") -> Result:
+    """A Result rebuilt from a written run; ``scenario`` is the resolved dict (not re-validated).
+
+    The directory must be complete: its manifest lists every file with the size and hash it was
+    written with (InputError on ``field`` otherwise).
+    """
     out = Path(out_dir)
+    files = check_complete(out, field)
     saved = read_meta(out)
     outputs: dict[str, Any] = {"out": None, "final_state": None}
-    if (out / "outputs.npz").exists():
+    if "outputs.npz" in files:
         with np.load(out / "outputs.npz") as npz:
             outputs.update({k: npz[k] for k in npz.files})
-    scen_path = out / SCENARIO_FILE
-    scenario = json.loads(scen_path.read_text(encoding="utf-8")) if scen_path.exists() else None
+    scenario = json.loads((out / SCENARIO_FILE).read_text(encoding="utf-8")) if SCENARIO_FILE in files else None
     return Result(**read_frames(out), outputs=outputs, scenario=scenario, tiling=saved.get("tiling"),
                   meta=saved["meta"])
 
 
-def replot(out_dir: str | Path) -> list[Path]:
-    """Redraw the PNGs of a written run from its saved frames; returns the files written."""
-    result = read_result(out_dir)
-    return plot_all(result, out_dir, **_gantt_options(result.scenario))
+def replot(out_dir: str | Path, *, field: str = "out_dir") -> list[Path]:
+    """Redraw the PNGs of a written run from its saved frames; returns the files written.
+
+    The PNGs are drawn in a temporary sibling, moved in one by one (``os.replace``: a reader sees the
+    old plot or the new one) and the manifest is rewritten with their new sizes and hashes.
+    """
+    out = Path(out_dir)
+    result = read_result(out, field=field)
+    with tempfile.TemporaryDirectory(prefix=f".{out.name}.cgdr-plot-", dir=out.absolute().parent) as tmp:
+        drawn = plot_all(result, Path(tmp), **_gantt_options(result.scenario))
+        for path in drawn:
+            os.replace(path, out / path.name)
+    write_manifest(out)
+    return [out / path.name for path in drawn]
 
 
 def _scenario_dict(result: Result) -> dict[str, Any] | None:

@@ -167,7 +167,9 @@ def build_trace(ops: pd.DataFrame, *, clock_mhz: float, window: Sequence[int] | 
              "truncated": dropped > 0, "dropped_events": int(dropped), "max_trace_events": int(max_events),
              "window_cycles": list(window) if window is not None else None,
              "cores": list(cores) if cores is not None else None,
-             "aggregated": bool(ops["aggregated"].any()) if len(ops) else False}
+             "aggregated": bool(ops["aggregated"].any()) if len(ops) else False,
+             "kept_until_cycle": int(kept["start"].max()) if len(kept) else None,
+             "selected_until_cycle": int(selected["end"].max()) if len(selected) else None}
     other["run"] = {k: v for k, v in (meta or {}).items() if isinstance(v, (str, int, float, bool))}
     return {"traceEvents": _metadata(threads) + events + _flows(pairs, where),
             "displayTimeUnit": "ns", "otherData": other}
@@ -194,3 +196,19 @@ def _json_default(obj: Any) -> Any:
     if isinstance(obj, np.generic):
         return obj.item()
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def trace_notes(other: dict[str, Any], clock_mhz: float, makespan: int | None = None) -> list[str]:
+    """Console lines about what the trace leaves out: a cut at ``max_trace_events`` (how many events
+    were dropped, where the trace stops, how to get the rest), or a window with no events."""
+    notes = []
+    if other.get("truncated"):
+        until, end = other.get("kept_until_cycle") or 0, other.get("selected_until_cycle") or 0
+        notes.append(f"trace cut at {other['max_trace_events']:,} events: {other['dropped_events']:,} later "
+                     f"events dropped (it stops at {until / clock_mhz:,.1f} us of {end / clock_mhz:,.1f} us); "
+                     "for the rest narrow [sim] trace_window or trace_cores, or raise max_trace_events")
+    window = other.get("window_cycles")
+    if window is not None and other.get("kept_until_cycle") is None:
+        where = f" (the run ends at cycle {makespan:,})" if makespan is not None else ""
+        notes.append(f"trace window [{window[0]:,}, {window[1]:,}) cycles holds no events{where}")
+    return notes

@@ -34,6 +34,8 @@ from cgdr_des.errors import InputError
 MAX_LENGTH = 2**31 - 1  # actual_seq_lengths is int32 on the device
 # The bounded zipf pmf is tabulated over its whole support; past this many integers a table is wasteful.
 MAX_ZIPF_SUPPORT = 10_000_000
+# exp(N(0, 50)) spans hundreds of decades; past this sigma a lognormal is a point mass at its clips.
+MAX_SIGMA = 20.0
 
 Length = Annotated[int, Field(ge=0, le=MAX_LENGTH)]
 PositiveLength = Annotated[int, Field(ge=1, le=MAX_LENGTH)]
@@ -77,8 +79,8 @@ class Lognormal(_Ranged):
     """``round(exp(N(ln median, sigma)))`` clipped to ``[min, max]`` (``max=None``: no upper clip)."""
 
     kind: Literal["lognormal"]
-    median: Annotated[float, Field(gt=0)]
-    sigma: Annotated[float, Field(ge=0)]
+    median: Annotated[float, Field(gt=0, le=MAX_LENGTH)]
+    sigma: Annotated[float, Field(ge=0, le=MAX_SIGMA)]
     min: Length = 1
     max: Length | None = None
 
@@ -87,7 +89,7 @@ class Zipf(_Ranged):
     """Bounded Zipf law on the integers ``min..max``: ``P(k) ∝ k**-theta``."""
 
     kind: Literal["zipf"]
-    theta: Annotated[float, Field(gt=0)]
+    theta: Annotated[float, Field(gt=0, le=1e6)]
     min: PositiveLength
     max: PositiveLength
 
@@ -102,7 +104,7 @@ class Pareto(_Ranged):
     """Pareto with scale ``min`` and shape ``alpha``, floored, clipped at ``max``."""
 
     kind: Literal["pareto"]
-    alpha: Annotated[float, Field(gt=0)]
+    alpha: Annotated[float, Field(gt=0, le=1e6)]
     min: PositiveLength
     max: PositiveLength
 
@@ -113,7 +115,7 @@ class Bimodal(_Dist):
     kind: Literal["bimodal"]
     long: Length
     short: Length
-    n_long: Annotated[int, Field(ge=0)] = 1
+    n_long: Annotated[int, Field(ge=0, le=MAX_LENGTH)] = 1
     place: Literal["first", "last", "random"] = "first"
 
 
@@ -138,7 +140,10 @@ def _lognormal(d: Lognormal, batch: int, rng: np.random.Generator) -> np.ndarray
 
 def _zipf(d: Zipf, batch: int, rng: np.random.Generator) -> np.ndarray:
     support = np.arange(d.min, d.max + 1, dtype=np.int64)
-    weights = support.astype(np.float64) ** -d.theta
+    # in log space, scaled so the largest weight is 1: k**-theta underflows to 0 for every k once
+    # theta * ln(min) passes ~745, yet the law is still well defined (all mass near min)
+    log_w = -d.theta * np.log(support.astype(np.float64))
+    weights = np.exp(log_w - log_w.max())
     return rng.choice(support, size=batch, p=weights / weights.sum())
 
 
