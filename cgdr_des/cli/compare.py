@@ -8,8 +8,8 @@ import click
 
 from cgdr_des.cli import common
 from cgdr_des.cli.app import main
+from cgdr_des.cli.options import load_with_overrides, override_options
 from cgdr_des.errors import InputError
-from cgdr_des.scenario import load_scenario
 
 
 @main.command()
@@ -19,8 +19,9 @@ from cgdr_des.scenario import load_scenario
               help="buffer_num values to compare: --buffer-num 1 2 (default 1 2).")
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path))
 @click.option("--csv", is_flag=True, help="Also write the frames as CSV.")
+@override_options
 def compare(scenario: str, more_buffer_nums: tuple[int, ...], buffer_nums: tuple[int, ...], out: Path,
-            csv: bool) -> None:
+            csv: bool, sets: tuple[str, ...], seed: int | None) -> None:
     """Run SCENARIO once per buffer_num and plot single vs double buffering.
 
     Values after --buffer-num are collected greedily (``--buffer-num 1 2``); each run goes to
@@ -32,7 +33,7 @@ def compare(scenario: str, more_buffer_nums: tuple[int, ...], buffer_nums: tuple
     for v in values:
         if v not in (1, 2):
             raise InputError("--buffer-num", v, "1 or 2")
-    base = load_scenario(scenario)
+    base = load_with_overrides(scenario, sets, seed)
     common.prepare_out(out)
     results = {}
     for bn in values:

@@ -8,7 +8,7 @@ import click
 
 from cgdr_des.cli import common
 from cgdr_des.cli.app import main
-from cgdr_des.scenario import load_scenario
+from cgdr_des.cli.options import load_with_overrides, override_options
 
 
 @main.command()
@@ -16,9 +16,10 @@ from cgdr_des.scenario import load_scenario
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="Directory for frames, trace and plots.")
 @click.option("--csv", is_flag=True, help="Also write the frames as CSV.")
-def run(scenario: str, out: Path, csv: bool) -> None:
+@override_options
+def run(scenario: str, out: Path, csv: bool, sets: tuple[str, ...], seed: int | None) -> None:
     """Simulate SCENARIO (a TOML file) and write its results into --out."""
-    sc = load_scenario(scenario)
+    sc = load_with_overrides(scenario, sets, seed)
     result, written = common.run_one(sc, common.prepare_out(out), csv)
     for line in common.summary_lines(result):
         click.echo(line)
