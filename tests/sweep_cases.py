@@ -55,3 +55,13 @@ def write_sweep(folder: Path, text: str, name: str = "sweep.toml") -> Path:
     path = folder / name
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def report_blas_env(task):
+    """A point function for pool workers: reports the worker's BLAS thread variables as its 'error'."""
+    import os
+
+    from cgdr_des.sweep.work import Outcome
+
+    names = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+    return Outcome(task.point, error=",".join(f"{n}={os.environ.get(n)}" for n in names))

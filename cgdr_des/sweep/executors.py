@@ -15,6 +15,7 @@ caller, which writes them, so what is stored does not depend on the executor.
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 from collections.abc import Callable, Iterable, Iterator
@@ -77,7 +78,7 @@ class DaskExecutor(InProcess):
         self.cluster = None
         if scheduler == "local-dask":
             self.cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                                    dashboard_address=None)
+                                                    dashboard_address=None, silence_logs=logging.ERROR)
             self.client = distributed.Client(self.cluster)
             self.name = f"Dask LocalCluster ({workers} worker{'s' if workers != 1 else ''})"
         else:

@@ -71,6 +71,8 @@ class SweepStore:
 
         Failed points are run again. With ``force``, mismatching and leftover points are removed first.
         """
+        for tmp in self.root.rglob(".*.tmp"):  # left by a sweep killed mid-write; never read
+            tmp.unlink(missing_ok=True)
         wanted = {p.point: p for p in points}
         stale = [i for i in self.stored_points()
                  if i not in wanted or self.manifest(i)["fingerprint"] != wanted[i].fingerprint]
