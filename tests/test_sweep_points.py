@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -110,3 +111,11 @@ def test_nested_tables_and_dotted_keys_are_the_same_grid(tmp_path):
     a = expand(load_sweep(write_sweep(tmp_path, GRID)))
     b = expand(load_sweep(write_sweep(tmp_path, nested, "nested.toml")))
     assert [p.fingerprint for p in a] == [p.fingerprint for p in b]
+
+
+@pytest.mark.parametrize("path", sorted((Path(__file__).resolve().parents[1] / "scenarios" / "sweeps").glob("*.toml")),
+                         ids=lambda p: p.stem)
+def test_shipped_sweeps_expand_without_errors(path):
+    points = expand(load_sweep(path))
+    assert points and all(p.error is None for p in points)
+    assert len({p.fingerprint for p in points}) == len(points)  # no two points run the same thing
