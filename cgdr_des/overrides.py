@@ -69,7 +69,7 @@ def apply_overrides(sc: Scenario, overrides: Iterable[tuple[str, Any]] | Mapping
     for path, value in items:
         _assign(data, check_path(path, "override"), value)
     _one_source(data.get("workload"), [p for p, _ in items])
-    try:
+    try:  # the same directory as the original, so a relative lengths_csv still resolves
         return Scenario.from_dict(data, base_dir=sc._base_dir)
     except InputError as exc:
         paths = [p for p, _ in items]

@@ -87,7 +87,8 @@ def test_mixed_int_and_float_grid_is_one_float_column(tmp_path):
 @pytest.mark.parametrize("edit, field", [
     (("replications = 2", "replications = 0"), "sweep.replications"),
     (("replications = 2", "replicates = 2"), "sweep.replicates"),
-    (('base = "tiny.toml"', 'base = "gone.toml"'), "scenario"),
+    (('base = "tiny.toml"', 'base = "gone.toml"'), "sweep.base"),
+    (('name = "tiny_grid"', ''), "sweep.name"),
     (('"shape.dv" = [16, 24, 32]', '"shape.dv" = []'), "sweep.grid.shape.dv"),
     (('"shape.dv" = [16, 24, 32]', '"shape..dv" = [16]'), "sweep.grid.shape..dv"),
     (("[grid]", '[sample]\nn = 2\n"kernel.buffer_num" = {kind = "beta"}\n[grid]'),

@@ -85,8 +85,10 @@ def expand(spec: SweepSpec) -> list[Point]:
     if SEED_FIELD in swept:
         raise InputError(f"sweep: {SEED_FIELD}", "swept or set",
                          "not a sweep field: replications draw it from the sweep's seed (or --seed)")
-    with _prefixed("sweep.set"):
+    try:
         base = apply_overrides(spec.base_scenario, list(spec.set.items()))
+    except InputError as exc:  # applies to every point: the sweep file is wrong, not one point
+        raise InputError(f"sweep.set: {exc.field}", exc.value, exc.allowed) from None
     seeds = replication_seeds(spec.base_seed(), spec.replications)
     combos = [dict(zip(spec.grid, values, strict=True)) for values in itertools.product(*spec.grid.values())]
     changes = [{**g, **s, REPLICATION: r, SEED_FIELD: seeds[r]}
@@ -136,18 +138,3 @@ def _cell(value: Any, kind: type) -> Any:
     if kind is dict:
         return json.dumps(value, sort_keys=True, separators=(",", ":"))
     return kind(value)
-
-
-class _prefixed:
-    """Re-raise an InputError with ``where`` in front of its field."""
-
-    def __init__(self, where: str):
-        self.where = where
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, typ, exc, tb):
-        if isinstance(exc, InputError):
-            raise InputError(f"{self.where}: {exc.field}", exc.value, exc.allowed) from None
-        return False

@@ -75,7 +75,7 @@ class Sampler(BaseModel):
 class SweepSpec(BaseModel):
     """A validated sweep file (``load_sweep``). Field paths in ``grid``/``sample``/``set`` are flattened."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     name: Annotated[str, Field(min_length=1)]
     description: str = ""
@@ -123,6 +123,8 @@ def sweep_from_dict(doc: Mapping[str, Any], *, base_dir: Path, overrides: list[t
     base = data.get("base")
     if not isinstance(base, str):
         raise InputError("sweep.base", base if base is not None else "nothing", "path of a scenario file")
+    if not (base_dir / base).is_file():
+        raise InputError("sweep.base", base, f"path of a scenario file, relative to the sweep file ({base_dir})")
     data["base_scenario"] = load_scenario(base_dir / base)
     data["set"] = {**_flatten(data.get("set", {}), "set", lambda v: False), **dict(overrides)}
     data["grid"] = _flatten(data.get("grid", {}), "grid", lambda v: isinstance(v, list))
@@ -170,6 +172,8 @@ def _spec_error(exc: ValidationError) -> InputError:
     cause = (err.get("ctx") or {}).get("error")
     if isinstance(cause, InputError):
         return InputError(".".join(["sweep", *loc, cause.field]), cause.value, cause.allowed)
+    if err["type"] == "missing":
+        return InputError(".".join(["sweep", *loc]), "nothing", "required")
     msg = err["msg"].removeprefix("Value error, ")
     if err["type"] == "extra_forbidden":
         msg = f"unknown key (allowed: {', '.join(k for k in SweepSpec.model_fields if k != 'base_scenario')})"
