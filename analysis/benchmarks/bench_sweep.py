@@ -1,7 +1,7 @@
 """Sweep executors: speed-up of 2 pool workers over 1 (goal >= 1.8x), and per-point overhead of the pool
 and of Dask against a bare loop.
 
-1. ``scenarios/sweeps/phase_fidelity_64.toml`` (64 phase-fidelity runs of the representative shape,
+1. ``scenarios/sweeps/phase_fidelity_64.toml`` (64 phase-fidelity runs of the long_t1024 shape,
    kernel numerics) on a local pool of 1 worker, then of 2, each into a fresh directory; wall times
    include starting the workers, storing every point and assembling summary.parquet. The two
    summaries are also compared byte for byte.
