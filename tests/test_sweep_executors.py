@@ -51,3 +51,21 @@ def test_missing_dask_is_one_line(tmp_path, monkeypatch):
     assert result.exit_code == 2
     assert result.stderr.strip() == ("error: --scheduler: got 'local-dask'; Dask, which is not installed: "
                                      "pip install 'cgdr-des[dask]'")
+
+
+def test_an_existing_cluster_by_address(tmp_path):
+    """``--scheduler tcp://HOST:PORT``: a cluster cgdr-des did not start (and leaves running)."""
+    distributed = pytest.importorskip("distributed")
+    import logging
+
+    small = SWEEP.replace('"kernel.policy" = ["greedy", "round_robin"]', '"kernel.policy" = ["greedy"]')
+    path = write_sweep(tmp_path, small)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=None,
+                                  silence_logs=logging.ERROR) as cluster:
+        result = CliRunner().invoke(main, ["sweep", str(path), "--out", str(tmp_path / "tcp"),
+                                           "--scheduler", cluster.scheduler_address])
+        assert f"Dask cluster at {cluster.scheduler_address}" in result.output
+        assert cluster.scheduler_info["workers"]  # still running after the sweep
+    loop = CliRunner().invoke(main, ["sweep", str(path), "--out", str(tmp_path / "loop"), "--workers", "0"])
+    assert result.exit_code == loop.exit_code == 1
+    assert (tmp_path / "tcp" / "summary.parquet").read_bytes() == (tmp_path / "loop" / "summary.parquet").read_bytes()
