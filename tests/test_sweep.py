@@ -158,3 +158,14 @@ def test_bad_options_are_one_line(tmp_path, args, field):
 def test_status_of_a_directory_that_is_not_a_sweep(tmp_path):
     result = sweep("--status", tmp_path)
     assert result.exit_code == 2 and result.stderr.startswith("error: DIR: got ")
+
+
+def test_seed_option_sets_the_replication_base(tmp_path):
+    import numpy as np
+
+    path = write_sweep(tmp_path, SMALL)
+    listed = sweep(path, "--dry-run", "--seed", 6, "--set", "kernel.buffer_num=2")
+    assert listed.exit_code == 0, listed.output
+    seeds = {str(int(s.generate_state(1)[0])) for s in np.random.SeedSequence(6).spawn(2)}
+    rows = [r.split() for r in listed.output.strip().splitlines()[2:]]
+    assert {r[5] for r in rows} == seeds  # point, policy, dv, nv, replication, seed, ...

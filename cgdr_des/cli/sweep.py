@@ -43,7 +43,7 @@ def sweep(ctx: click.Context, sweep_file: str | None, out: Path | None, workers:
         return
     if sweep_file is None:
         raise InputError("SWEEP", "nothing", "a sweep file (or --status DIR)")
-    spec = load_sweep(sweep_file, overrides=overrides_from(sets, seed))
+    spec = load_sweep(sweep_file, overrides=overrides_from(sets, None), seed=seed)
     if dry_run:
         _print_points(spec, out)
         return
