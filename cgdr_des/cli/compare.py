@@ -8,8 +8,8 @@ import click
 
 from cgdr_des.cli import common
 from cgdr_des.cli.app import main
+from cgdr_des.cli.options import load_with_overrides, override_options
 from cgdr_des.errors import InputError
-from cgdr_des.scenario import load_scenario
 
 
 @main.command()
@@ -21,8 +21,9 @@ from cgdr_des.scenario import load_scenario
 @click.option("--csv", is_flag=True, help="Also write the frames as CSV.")
 @common.force_option
 @common.max_memory_option
+@override_options
 def compare(scenario: str, more_buffer_nums: tuple[int, ...], buffer_nums: tuple[int, ...], out: Path,
-            csv: bool, force: bool, max_memory: str | None) -> None:
+            csv: bool, force: bool, max_memory: str | None, sets: tuple[str, ...], seed: int | None) -> None:
     """Run SCENARIO once per buffer_num and plot single vs double buffering.
 
     Values after --buffer-num are collected greedily (``--buffer-num 1 2``); each run goes to
@@ -34,7 +35,7 @@ def compare(scenario: str, more_buffer_nums: tuple[int, ...], buffer_nums: tuple
     for v in values:
         if v not in (1, 2):
             raise InputError("--buffer-num", v, "1 or 2")
-    base = load_scenario(scenario)
+    base = load_with_overrides(scenario, sets, seed)
     points = [base.with_changes({"kernel": {"buffer_num": bn}}) for bn in values]
     for sc in points:
         common.check_estimate(sc, max_memory)

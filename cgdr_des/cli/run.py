@@ -8,7 +8,7 @@ import click
 
 from cgdr_des.cli import common
 from cgdr_des.cli.app import main
-from cgdr_des.scenario import load_scenario
+from cgdr_des.cli.options import load_with_overrides, override_options
 
 
 @main.command()
@@ -18,9 +18,11 @@ from cgdr_des.scenario import load_scenario
 @click.option("--csv", is_flag=True, help="Also write the frames as CSV.")
 @common.force_option
 @common.max_memory_option
-def run(scenario: str, out: Path, csv: bool, force: bool, max_memory: str | None) -> None:
+@override_options
+def run(scenario: str, out: Path, csv: bool, force: bool, max_memory: str | None, sets: tuple[str, ...],
+        seed: int | None) -> None:
     """Simulate SCENARIO (a TOML file) and write its results into --out."""
-    sc = load_scenario(scenario)
+    sc = load_with_overrides(scenario, sets, seed)
     common.check_estimate(sc, max_memory)
     target = common.output_dir(out, force)
     with target as staging:

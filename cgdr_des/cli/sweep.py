@@ -1,0 +1,155 @@
+"""``cgdr-des sweep``: many points from one sweep file, on a local pool or a Dask cluster; ``--status``.
+
+Exit codes: 0 when every point is done, 1 when some points failed (each is listed, the others are
+stored), 2 for bad input (the CLI's error contract).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from cgdr_des.cli.app import main
+from cgdr_des.cli.options import override_options, overrides_from
+from cgdr_des.errors import InputError
+
+
+@main.command()
+@click.argument("sweep_file", metavar="SWEEP", required=False)
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Directory of the sweep's results.")
+@click.option("--workers", type=int, default=None,
+              help="Worker processes (default: the CPUs available; 0 runs the points in this process).")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="Run on Dask: tcp://HOST:PORT of a running scheduler, or local-dask for a LocalCluster.")
+@click.option("--max-points", type=click.IntRange(min=1), default=None, help="Run at most this many points now.")
+@click.option("--force", is_flag=True, help="Recompute stored points whose fingerprint no longer matches.")
+@click.option("--dry-run", is_flag=True, help="Print the points and what is stored; run nothing.")
+@click.option("--status", "status_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Say which points of the sweep in this directory are done, failed, pending.")
+@override_options
+@click.pass_context
+def sweep(ctx: click.Context, sweep_file: str | None, out: Path | None, workers: int | None, scheduler: str | None,
+          max_points: int | None, force: bool, dry_run: bool, status_dir: Path | None, sets: tuple[str, ...],
+          seed: int | None) -> None:
+    """Run the points of SWEEP (a TOML sweep file) and store them under --out (see docs/sweeps.md)."""
+    from cgdr_des.sweep import SweepStore, load_sweep
+
+    if status_dir is not None:
+        _print_status(SweepStore(status_dir))
+        return
+    if sweep_file is None:
+        raise InputError("SWEEP", "nothing", "a sweep file (or --status DIR)")
+    spec = load_sweep(sweep_file, overrides=overrides_from(sets, None), seed=seed)
+    if dry_run:
+        _print_points(spec, out)
+        return
+    if out is None:
+        raise InputError("--out", "nothing", "a directory for the sweep's results")
+    report = _run(spec, out, workers, scheduler, force, max_points)
+    if report.status.failed:
+        click.echo(f"error: {len(report.status.failed)} of {_total(report.status)} points failed "
+                   f"(cgdr-des sweep --status {out})", err=True)
+        ctx.exit(1)
+
+
+def _run(spec, out: Path, workers: int | None, scheduler: str | None, force: bool, max_points: int | None):
+    from cgdr_des.cli.common import prepare_out
+    from cgdr_des.sweep import make_executor, run_sweep
+
+    prepare_out(out)
+    workers = _default_workers() if workers is None else workers
+    with make_executor(scheduler, workers) as executor, SweepProgress(spec.name) as bar:
+        report = run_sweep(spec, out, executor, force=force, max_points=max_points, progress=bar)
+    s = report.status
+    click.echo(f"sweep      {spec.name}: {_total(s)} points, {report.ran} run now, {report.skipped} already "
+               f"stored ({executor.name})")
+    click.echo(f"status     done {len(s.done)}, failed {len(s.failed)}, pending {len(s.pending)}")
+    _print_failures(s.errors)
+    click.echo(f"summary    {report.summary} ({len(s.done)} points)" if report.summary else "summary    none yet")
+    return report
+
+
+def _print_points(spec, out: Path | None) -> None:
+    import pandas as pd
+
+    from cgdr_des.sweep import SweepStore, expand
+
+    points = expand(spec)
+    stored = SweepStore(out) if out is not None and out.is_dir() else None
+    rows = []
+    for p in points:
+        m = stored.manifest(p.point) if stored else None
+        state = "new" if m is None else (m["status"] if m["fingerprint"] == p.fingerprint else "mismatch")
+        rows.append({"point": p.point, **p.params, "stored": state, "fingerprint": p.fingerprint[:12],
+                     "error": p.error or ""})
+    frame = pd.DataFrame(rows)
+    if not frame["error"].any():
+        frame = frame.drop(columns="error")
+    click.echo(f"sweep      {spec.name}: {len(points)} {spec.kind} points from {spec.base_scenario.name}")
+    click.echo(frame.to_string(index=False))
+
+
+def _print_status(store) -> None:
+    info, s = store.info(), store.status()
+    click.echo(f"sweep      {info['name']} ({info['kind']} points, cgdr-des {info['version']}) in {store.root}")
+    click.echo(f"status     done {len(s.done)}, failed {len(s.failed)}, pending {len(s.pending)} "
+               f"of {_total(s)}")
+    _print_failures(s.errors)
+    if s.pending:
+        shown = ", ".join(str(i) for i in s.pending[:20]) + (" ..." if len(s.pending) > 20 else "")
+        click.echo(f"pending    {shown}")
+
+
+def _print_failures(errors: dict[int, str]) -> None:
+    """One line per distinct error, with the points that raised it."""
+    by_error: dict[str, list[int]] = {}
+    for point, error in errors.items():
+        by_error.setdefault(error, []).append(point)
+    for error, points in by_error.items():
+        shown = ", ".join(str(i) for i in points[:8]) + (f" (+{len(points) - 8} more)" if len(points) > 8 else "")
+        click.echo(f"failed     point{'s' if len(points) > 1 else ''} {shown}: {error}")
+
+
+def _total(status) -> int:
+    return len(status.done) + len(status.failed) + len(status.pending)
+
+
+def _default_workers() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+class SweepProgress:
+    """``name [#####-----] 12/64 done 11 failed 1 ETA 0:35`` on stderr (only when it is a terminal)."""
+
+    def __init__(self, label: str, stream=None, width: int = 30):
+        self.stream = stream or sys.stderr
+        self.label, self.width = label, width
+        self.enabled = bool(getattr(self.stream, "isatty", lambda: False)())
+        self._last = 0.0
+
+    def __call__(self, done: int, failed: int, total: int, elapsed: float) -> None:
+        finished = done + failed
+        now = time.monotonic()
+        if not self.enabled or (finished < total and now - self._last < 0.2):
+            return
+        self._last = now
+        filled = round(self.width * finished / total) if total else self.width
+        eta = elapsed / finished * (total - finished) if finished else 0.0
+        self.stream.write(f"\r{self.label} [{'#' * filled}{'-' * (self.width - filled)}] {finished}/{total} "
+                          f"done {done} failed {failed} ETA {int(eta) // 60}:{int(eta) % 60:02d}")
+        self.stream.flush()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.enabled:
+            self.stream.write("\n")
+            self.stream.flush()

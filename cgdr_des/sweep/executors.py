@@ -1,0 +1,147 @@
+"""Where the points run, behind one interface: ``executor.run(tasks)`` yields outcomes as they finish.
+
+- ``InProcess``: a plain loop in the calling process (``--workers 0``; the benchmarks' bare loop).
+- ``LocalPool`` (default): a process pool on this machine, ``--workers`` processes started fresh
+  (``spawn``) with OMP/OpenBLAS/MKL limited to one thread, so N workers use N cores and do not
+  oversubscribe them with BLAS threads.
+- ``DaskExecutor``: ``--scheduler tcp://HOST:PORT`` submits to a Dask distributed cluster the user
+  already runs (its workers need the same cgdr-des version installed: a worker with another version
+  fails its points); ``--scheduler local-dask`` starts a ``LocalCluster`` of ``--workers``
+  single-threaded worker processes for this sweep. Dask is imported only here, only when asked for.
+
+Every executor runs the same ``run_point`` on the same pickled ``Task``; outcomes come back to the
+caller, which writes them, so what is stored does not depend on the executor.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
+
+from cgdr_des.errors import InputError
+from cgdr_des.sweep.work import Outcome, Task, one_line, run_point
+
+BLAS_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+RunPoint = Callable[[Task], Outcome]
+
+
+class InProcess:
+    """Runs the points one after the other in this process."""
+
+    name = "in-process"
+
+    def run(self, tasks: Iterable[Task], fn: RunPoint = run_point) -> Iterator[Outcome]:
+        """Yield each task's outcome in order."""
+        for task in tasks:
+            yield fn(task)
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class LocalPool(InProcess):
+    """A pool of ``workers`` fresh processes with single-threaded BLAS."""
+
+    def __init__(self, workers: int):
+        self.workers = workers
+        self.name = f"local pool ({workers} worker{'s' if workers != 1 else ''})"
+
+    def run(self, tasks: Iterable[Task], fn: RunPoint = run_point) -> Iterator[Outcome]:
+        """Yield outcomes as workers finish them; a crashed worker fails its points, not the sweep."""
+        # spawn: a fresh interpreter reads the BLAS variables when it first loads numpy (a forked
+        # child would inherit the parent's already-started BLAS threads)
+        with _env(BLAS_ENV):
+            pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
+            try:
+                futures = {pool.submit(fn, task): task for task in tasks}
+                for fut in as_completed(futures):
+                    yield _outcome(fut, futures[fut])
+            finally:  # an interrupted sweep does not wait for the points not yet started
+                pool.shutdown(wait=True, cancel_futures=True)
+
+
+class DaskExecutor(InProcess):
+    """Points as Dask futures on an existing cluster (``tcp://...``) or a ``LocalCluster`` (``local-dask``)."""
+
+    def __init__(self, scheduler: str, workers: int):
+        distributed = _import_distributed(scheduler)
+        self.cluster = None
+        if scheduler == "local-dask":
+            self.cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                                    dashboard_address=None, silence_logs=logging.ERROR)
+            self.client = distributed.Client(self.cluster)
+            self.name = f"Dask LocalCluster ({workers} worker{'s' if workers != 1 else ''})"
+        else:
+            try:
+                self.client = distributed.Client(scheduler, timeout="10s")
+            except (OSError, TimeoutError) as exc:
+                raise InputError("--scheduler", scheduler, f"address of a running Dask scheduler ({exc})") from None
+            self.name = f"Dask cluster at {scheduler}"
+        self._as_completed = distributed.as_completed
+
+    def run(self, tasks: Iterable[Task], fn: RunPoint = run_point) -> Iterator[Outcome]:
+        """Yield outcomes as the cluster finishes them (``pure=False``: every point runs)."""
+        tasks = list(tasks)
+        futures = self.client.map(fn, tasks, pure=False)
+        by_key = {f.key: t for f, t in zip(futures, tasks, strict=True)}
+        for fut in self._as_completed(futures):
+            yield _outcome(fut, by_key[fut.key])
+            fut.release()
+
+    def close(self) -> None:
+        """Disconnect, and stop the LocalCluster if this executor started it."""
+        self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+
+
+def make_executor(scheduler: str | None, workers: int) -> InProcess:
+    """The executor for ``--scheduler``/``--workers`` (``workers = 0``: in this process)."""
+    if workers < 0:
+        raise InputError("--workers", workers, "a non-negative integer (0 runs the points in this process)")
+    if scheduler is None:
+        return InProcess() if workers == 0 else LocalPool(workers)
+    if scheduler != "local-dask" and "://" not in scheduler:
+        raise InputError("--scheduler", scheduler, "local-dask, or a Dask scheduler address such as tcp://HOST:8786")
+    return DaskExecutor(scheduler, max(workers, 1))
+
+
+def _import_distributed(scheduler: str):
+    try:
+        import distributed
+    except ImportError:
+        raise InputError("--scheduler", scheduler,
+                         "Dask, which is not installed: pip install 'cgdr-des[dask]'") from None
+    return distributed
+
+
+def _outcome(fut, task: Task) -> Outcome:
+    try:
+        return fut.result()
+    except Exception as exc:  # noqa: BLE001 -- a lost worker fails its point, the sweep goes on
+        return Outcome(task.point, error=one_line(exc))
+
+
+@contextmanager
+def _env(values: dict[str, str]):
+    """Set environment variables for the block (children started inside inherit them)."""
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v

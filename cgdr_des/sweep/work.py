@@ -1,0 +1,115 @@
+"""Running one point, wherever it runs (a pool worker, a Dask worker, the calling process).
+
+``run_point(task)`` never raises for a failing point: any exception becomes ``Outcome.error``, one line
+(``KernelDiagnostic: WriteAttnTileToGm: curV=24 ...``), so one bad point never stops the others. The
+outcome carries DataFrames, not files: the process that drives the sweep writes them, so a Dask cluster
+needs no file system shared with the client.
+
+``kind = "run"``: one ``simulate``; the summary is its one-row ``result.summary``. ``kind = "tail"``: one
+``cgdr_des.tail.run_study``; the summary is its per-policy ``.summary``. The point's parameters are added
+to the summary as columns in both cases.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+RUN_FRAMES = ("items", "cores", "ops")
+TAIL_FRAMES = ("batches", "core_finish")
+
+
+@dataclass(frozen=True)
+class Task:
+    """What a worker needs: plain data only (it is pickled to other processes and machines)."""
+
+    point: int
+    kind: str
+    scenario: dict[str, Any] | None
+    params: dict[str, Any]
+    frames: bool = False
+    tail: dict[str, Any] = field(default_factory=dict)
+    version: str = ""
+    error: str | None = None
+
+
+@dataclass
+class Outcome:
+    """A finished point: its summary rows and frames, or its one-line error; ``wall_s`` is not stored
+    in the summary (it differs from run to run)."""
+
+    point: int
+    summary: pd.DataFrame | None = None
+    frames: dict[str, pd.DataFrame] = field(default_factory=dict)
+    error: str | None = None
+    wall_s: float = 0.0
+
+
+def run_point(task: Task) -> Outcome:
+    """Run ``task``'s point; every exception is caught and reported as a one-line error."""
+    t0 = time.perf_counter()
+    try:
+        if task.error is not None:
+            raise _Recorded(task.error)
+        _check_version(task.version)
+        runner = _run if task.kind == "run" else _tail
+        summary, frames = runner(task)
+        summary = _with_params(summary, task.params)
+        out = Outcome(task.point, summary, frames if task.frames else {})
+    except Exception as exc:  # noqa: BLE001 -- a failing point is data, recorded and survived
+        out = Outcome(task.point, error=one_line(exc))
+    out.wall_s = time.perf_counter() - t0
+    return out
+
+
+def one_line(exc: BaseException) -> str:
+    """``Type: first line of the message`` (the message alone for an error recorded earlier)."""
+    if isinstance(exc, _Recorded):
+        return str(exc)
+    first = str(exc).strip().partition("\n")[0]
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+class _Recorded(Exception):
+    """An error found while building the point (its overrides did not validate)."""
+
+
+def _check_version(version: str) -> None:
+    from cgdr_des.sweep.points import package_version
+
+    here = package_version()
+    if version and here != version:
+        raise RuntimeError(f"worker has cgdr-des {here}, the sweep was fingerprinted with {version}")
+
+
+def _scenario(task: Task):
+    from cgdr_des.scenario import Scenario
+
+    # the tiling was checked when the points were built, and the version check above pins the code
+    return Scenario.from_dict(task.scenario, check_tiling=False)
+
+
+def _run(task: Task) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
+    from cgdr_des.simulation import simulate
+
+    result = simulate(_scenario(task))
+    frames = {name: getattr(result, name) for name in RUN_FRAMES} if task.frames else {}
+    return result.summary, frames
+
+
+def _tail(task: Task) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
+    from cgdr_des.tail import run_study  # the tail-study interface; a point fails cleanly without it
+
+    study = run_study(_scenario(task), **task.tail)
+    frames = {name: getattr(study, name) for name in TAIL_FRAMES} if task.frames else {}
+    return study.summary, frames
+
+
+def _with_params(summary: pd.DataFrame, params: dict[str, Any]) -> pd.DataFrame:
+    out = summary.reset_index(drop=True).copy()
+    for key, value in params.items():
+        out[key] = value
+    return out

@@ -1,0 +1,71 @@
+"""Executors: the same sweep in this process, on the local process pool and on a real Dask
+LocalCluster stores byte-identical ``summary.parquet`` files; pool workers run with one BLAS thread;
+a missing Dask is one clear line."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from click.testing import CliRunner
+from sweep_cases import GRID, report_blas_env, write_sweep
+
+from cgdr_des.cli import main
+from cgdr_des.sweep import expand, load_sweep
+from cgdr_des.sweep.executors import BLAS_ENV, LocalPool
+from cgdr_des.sweep.runner import tasks_for
+
+SWEEP = GRID.replace('"shape.dv" = [16, 24, 32]', '"shape.dv" = [16, 24]')  # 16 points, failures included
+
+
+def run(folder, *args):
+    path = write_sweep(folder, SWEEP)
+    result = CliRunner().invoke(main, ["sweep", str(path), "--out", str(folder / "out"), *map(str, args)])
+    assert result.exit_code == 1 and "12 of 16 points failed" in result.stderr, result.output
+    return (folder / "out" / "summary.parquet").read_bytes(), sorted((folder / "out" / "manifest").iterdir())
+
+
+def test_pool_and_local_dask_give_identical_bytes(tmp_path):
+    """Same bytes, not only equal frames: every executor returns the same DataFrames and the writing
+    process alone turns them into Parquet, sorted by point id, so nothing executor-specific is stored."""
+    pytest.importorskip("distributed")
+    loop, loop_manifests = run(tmp_path / "loop", "--workers", 0)
+    pool, _ = run(tmp_path / "pool", "--workers", 2)
+    dask, dask_manifests = run(tmp_path / "dask", "--scheduler", "local-dask", "--workers", 2)
+    assert loop == pool == dask
+    assert [m.name for m in loop_manifests] == [m.name for m in dask_manifests]
+
+
+def test_pool_workers_use_one_blas_thread(tmp_path):
+    spec = load_sweep(write_sweep(tmp_path, SWEEP))
+    tasks = tasks_for(spec, expand(spec)[:2])
+    outcomes = list(LocalPool(2).run(tasks, report_blas_env))
+    want = ",".join(f"{k}={v}" for k, v in BLAS_ENV.items())
+    assert [o.error for o in outcomes] == [want, want]
+
+
+def test_missing_dask_is_one_line(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "distributed", None)  # makes `import distributed` raise ImportError
+    path = write_sweep(tmp_path, SWEEP)
+    result = CliRunner().invoke(main, ["sweep", str(path), "--out", str(tmp_path / "o"), "--scheduler", "local-dask"])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == ("error: --scheduler: got 'local-dask'; Dask, which is not installed: "
+                                     "pip install 'cgdr-des[dask]'")
+
+
+def test_an_existing_cluster_by_address(tmp_path):
+    """``--scheduler tcp://HOST:PORT``: a cluster cgdr-des did not start (and leaves running)."""
+    distributed = pytest.importorskip("distributed")
+    import logging
+
+    small = SWEEP.replace('"kernel.policy" = ["greedy", "round_robin"]', '"kernel.policy" = ["greedy"]')
+    path = write_sweep(tmp_path, small)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=None,
+                                  silence_logs=logging.ERROR) as cluster:
+        result = CliRunner().invoke(main, ["sweep", str(path), "--out", str(tmp_path / "tcp"),
+                                           "--scheduler", cluster.scheduler_address])
+        assert f"Dask cluster at {cluster.scheduler_address}" in result.output
+        assert cluster.scheduler_info["workers"]  # still running after the sweep
+    loop = CliRunner().invoke(main, ["sweep", str(path), "--out", str(tmp_path / "loop"), "--workers", "0"])
+    assert result.exit_code == loop.exit_code == 1
+    assert (tmp_path / "tcp" / "summary.parquet").read_bytes() == (tmp_path / "loop" / "summary.parquet").read_bytes()
