@@ -14,8 +14,9 @@ it (cores contend for GM as in any busy launch).
 Around the items, each core walks every item and every batch entry (``IsCurrentBlock`` and the
 length load), whoever owns them, so a core's finish is ``overhead(B, K) + the sum of its own item
 durations``, with ``overhead = pre + K * per_item + B * per_batch`` for B batch entries and K work
-items; ``per_item`` and ``per_batch`` are the measured gaps between consecutive items, and ``pre``
-is the rest, measured (launch, Init, ComputeAvgload, the epilogue).
+items. ``per_item`` is the measured gap between consecutive items; ``pre`` and ``per_batch`` (which
+also holds ComputeAvgload's read of every length) come from the overhead measured in two runs: the
+calibration run and a one-sequence run.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ class ItemCosts:
     middle: np.ndarray
     pre: int
     per_item: int
-    per_batch: int
+    per_batch: float
     nv: int
     dv: int
     v_step: int
@@ -72,7 +73,8 @@ class ItemCosts:
 
     def overhead(self, batch_entries, n_items) -> np.ndarray:
         """Cycles of a core's finish that are not its own items (same for every core of a launch)."""
-        return self.pre + np.asarray(n_items, np.int64) * self.per_item + np.asarray(batch_entries) * self.per_batch
+        cycles = self.pre + np.asarray(n_items, np.int64) * self.per_item + np.asarray(batch_entries) * self.per_batch
+        return np.round(cycles).astype(np.int64)
 
 
 def calibrate(profile: str = "atlas-300i-duo", *, nk: int, nv: int, dk: int, dv: int, has_gamma: bool = True,
@@ -88,16 +90,18 @@ def costs_for(prof, nk: int, nv: int, dk: int, dv: int, has_gamma: bool, buffer_
     from cgdr_des.kernel.functional import make_launch
     from cgdr_des.simulation import run_launch
 
-    lengths = np.asarray(CAL_LENGTHS, np.int32)
-    shape = Shape(int(lengths.size), int(lengths.sum()), nk, nv, dk, dv, 1.0 / np.sqrt(dk), has_gamma)
-    g = draw_g(shape.t, nv, 0) if has_gamma else None
-    launch = make_launch(shape, lengths, g, None, numerics="off", ub_size=prof.ub_bytes, aiv_num=prof.aiv_num,
-                         buffer_num=buffer_num)
-    try:
-        result = run_launch(launch, prof, policy="greedy", fidelity="phase")
-    except KernelDiagnostic as exc:
-        raise KernelDiagnostic(_explain(prof, exc)) from None
-    return _measure(result, launch, prof)
+    def run(lengths):
+        lengths = np.asarray(lengths, np.int32)
+        shape = Shape(int(lengths.size), int(lengths.sum()), nk, nv, dk, dv, 1.0 / np.sqrt(dk), has_gamma)
+        g = draw_g(shape.t, nv, 0) if has_gamma else None
+        launch = make_launch(shape, lengths, g, None, numerics="off", ub_size=prof.ub_bytes,
+                             aiv_num=prof.aiv_num, buffer_num=buffer_num)
+        try:
+            return run_launch(launch, prof, policy="greedy", fidelity="phase"), launch
+        except KernelDiagnostic as exc:
+            raise KernelDiagnostic(_explain(prof, exc)) from None
+
+    return _measure(*run(CAL_LENGTHS), run([1])[0], prof)
 
 
 def _explain(prof, exc: Exception) -> str:
@@ -109,11 +113,11 @@ def _explain(prof, exc: Exception) -> str:
     return f"tail calibration on {prof.name}: {first}"
 
 
-def _measure(result, launch, prof) -> ItemCosts:
+def _measure(result, launch, one, prof) -> ItemCosts:
+    """Item tables from the calibration run ``result``; the overhead from it and the one-item run ``one``."""
     items = result.items.copy()
     items["dur"] = items["end"] - items["start"]
     items["slot"] = items["vtile"].clip(lower=0)
-    split = bool((items["vtile"] >= 0).any())
     slots = int(items["slot"].max()) + 1
     med = items.groupby(["slot", "seqlen"])["dur"].median().round().astype(np.int64)
     sole = np.zeros((slots, CHUNK_SIZE + 1), np.int64)
@@ -125,25 +129,29 @@ def _measure(result, launch, prof) -> ItemCosts:
         two[v, 1:] = sole[v, 1:] + np.round(np.interp(np.arange(1, CHUNK_SIZE + 1), TWO_PROBES, first)).astype(np.int64)
         middle[v] = int(round(np.median([(med[(v, 3 * CHUNK_SIZE + L)] - med[(v, CHUNK_SIZE + L)]) / 2
                                          for L in MIDDLE_PROBES])))
-    per_item, per_batch = _gaps(items)
-    busy = items.groupby("core")["dur"].sum()
-    cores = result.cores.set_index("core")
-    ran = cores.loc[busy.index, "finish"] - busy
-    n_items, n_batch = len(items), len(launch.lengths)
-    pre = int(round(float(ran.median()))) - n_items * per_item - n_batch * per_batch
+    per_item = _item_gap(items)
+    # overhead = pre + K per_item + B per_batch, known at (B, K) of both runs: two equations
+    (k1, o1), (k2, o2) = _overhead(one), _overhead(result)
+    b1, b2 = 1, len(launch.lengths)
+    per_batch = (o2 - o1 - (k2 - k1) * per_item) / (b2 - b1)
+    pre = int(round(o1 - k1 * per_item - b1 * per_batch))
     t = launch.tiling
-    return ItemCosts(sole, two, middle, pre, per_item, per_batch, launch.shape.nv, launch.shape.dv, t.v_step,
-                     t.v_tile_count, split, t.block_dim, float(prof.clock_mhz), prof.name)
+    return ItemCosts(sole, two, middle, pre, per_item, float(per_batch), launch.shape.nv, launch.shape.dv,
+                     t.v_step, t.v_tile_count, bool((items["vtile"] >= 0).any()), t.block_dim,
+                     float(prof.clock_mhz), prof.name)
 
 
-def _gaps(items) -> tuple[int, int]:
-    """Median gap between consecutive own items of a core: within a batch entry, and its extra across one."""
+def _overhead(result) -> tuple[int, float]:
+    """(work items, median over the cores that ran items of finish - own item durations)."""
+    items = result.items
+    busy = (items["end"] - items["start"]).groupby(items["core"]).sum()
+    finish = result.cores.set_index("core").loc[busy.index, "finish"]
+    return len(items), float((finish - busy).median())
+
+
+def _item_gap(items) -> int:
+    """Median gap between consecutive own items of a core within one batch entry (``IsCurrentBlock``)."""
     it = items.sort_values(["core", "start"])
-    same_core = it["core"].shift(-1) == it["core"]
-    gap = (it["start"].shift(-1) - it["end"])[same_core]
-    step = (it["batch"].shift(-1) - it["batch"])[same_core]
-    within = gap[step == 0]
-    per_item = int(round(float(within.median()))) if len(within) else 0
-    across = gap[step == 1]
-    per_batch = int(round(float(across.median()))) - per_item if len(across) else 0
-    return per_item, max(per_batch, 0)
+    same = (it["core"].shift(-1) == it["core"]) & (it["batch"].shift(-1) == it["batch"])
+    gap = (it["start"].shift(-1) - it["end"])[same]
+    return int(round(float(gap.median()))) if len(gap) else 0

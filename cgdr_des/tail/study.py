@@ -55,12 +55,13 @@ def run_study(sc: Scenario, *, batches: int | None = None, policies: list[str] |
     dist = sc.workload.distribution
     if dist is None:
         raise InputError("workload.distribution", None, "a length distribution: a tail study samples its batches")
+    requested = _known(policies if policies is not None else sc.study.policies)
     prof = load_profile(sc.hardware.profile, dict(sc.hardware.overrides) or None)
     s = sc.shape
     report = _Progress(progress, 2 + len(POLICIES) + sc.study.check_batches)
     costs = costs_for(prof, s.nk, s.nv, s.dk, s.dv, s.has_gamma, sc.kernel.buffer_num)
     report.step()
-    names = _policies(policies if policies is not None else sc.study.policies, costs, sc.workload.batch)
+    names = _policies(requested, costs, sc.workload.batch)
     report.total = 2 + len(names) + sc.study.check_batches
     lengths = sample_batches(dist, sc.workload.batch, n, seed)
     report.step()
@@ -96,15 +97,23 @@ def _positive(name: str, value) -> int:
     return int(value)
 
 
+def _known(requested) -> list[str] | None:
+    """The requested policy names, de-duplicated, each checked (before the costly calibration)."""
+    if requested is None:
+        return None
+    names = list(dict.fromkeys(requested))
+    for name in names:
+        if name not in POLICIES:
+            raise InputError("policy", name, f"one of {', '.join(POLICIES)}")
+    return names
+
+
 def _policies(requested, costs: ItemCosts, batch: int) -> list[str]:
     """The requested policies in order (default: all; ``optimal`` only where batches are small enough)."""
     max_items = batch * costs.nv * (costs.v_tiles if costs.split else 1)
     if requested is None:
         return [p for p in POLICIES if p != "optimal" or max_items <= OPTIMAL_MAX_ITEMS]
-    names = list(dict.fromkeys(requested))
-    for name in names:
-        if name not in POLICIES:
-            raise InputError("policy", name, f"one of {', '.join(POLICIES)}")
+    names = requested
     if "optimal" in names and max_items > OPTIMAL_MAX_ITEMS:
         raise InputError("policy", "optimal", f"batches of at most {OPTIMAL_MAX_ITEMS} work items (these have up "
                          f"to {max_items}: batch x nv x V-tiles); use cost_lpt or minmax_contiguous")
