@@ -154,10 +154,11 @@ def plot_buffer_compare(results_by_buffer_num: Mapping[int, Any], path: str | Pa
         x = res.cores["core"].to_numpy() + (i - (len(keys) - 1) / 2) * width
         ax_c.bar(x, res.cores["finish"] / clock, width=width, color=f"C{i}", label=f"buffer_num={bn}")
     ax_m.margins(y=0.25)
-    ax_m.set(xlabel="buffer_num", ylabel="makespan (µs)", title="Makespan (speed-up vs first)")
+    name = str(results_by_buffer_num[keys[0]].summary["scenario_name"].iloc[0]) if keys else ""
+    ax_m.set(xlabel="buffer_num", ylabel="makespan (µs)", title=f"{name}: makespan (speed-up vs first)")
     cores = sorted({int(c) for res in results_by_buffer_num.values() for c in res.cores["core"]})
     ax_c.set_xticks(cores)
-    ax_c.set(xlabel="core", ylabel="finish (µs)", title="Per-core finish")
+    ax_c.set(xlabel="core", ylabel="finish (µs)", title=f"{name}: per-core finish")
     ax_c.legend()
     return _save(fig, path)
 
