@@ -188,3 +188,15 @@ def test_study_errors_name_the_field():
         run_study(scenario(workload={"batch": 11}), policies=["optimal"])
     with pytest.raises(InputError, match="study.check_batches"):
         scenario(study={"check_batches": -1})
+
+
+def test_a_check_beyond_the_bound_warns_and_the_command_says_so(monkeypatch, tmp_path):
+    monkeypatch.setattr("cgdr_des.tail.study.CHECK_BOUND", 0.0)  # any error at all is now beyond it
+    with pytest.warns(UserWarning, match="off phase fidelity on a checked batch"):
+        run_study(scenario(), batches=20, policies=["greedy"])
+    path = tmp_path / "s.toml"
+    path.write_text('name = "warn"\n[shape]\nnk = 1\nnv = 2\ndk = 32\ndv = 32\n[workload]\nbatch = 2\n'
+                    '[workload.distribution]\nkind = "uniform"\nmin = 1\nmax = 90\n'
+                    '[study]\nbatches = 10\ncheck_batches = 1\nbootstrap = 10\n')
+    res = CliRunner().invoke(main, ["tail", str(path), "--out", str(tmp_path / "o"), "--policy", "greedy"])
+    assert res.exit_code == 0 and "WARNING: tail surrogate is" in res.stderr
