@@ -13,7 +13,7 @@ converted here (first error only). Validators inside the models raise ``InputErr
 
 Sections (see ``cgdr-des schema`` for the full JSON schema): ``name``, ``description``, ``[hardware]``,
 ``[shape]``, ``[workload]`` (+ ``[workload.distribution]``, ``[workload.tensors]``), ``[kernel]``,
-``[sim]``, ``[output]``. Units: lengths in tokens, windows in core clock cycles.
+``[sim]``, ``[output]``, ``[study]``. Units: lengths in tokens, windows in core clock cycles.
 """
 
 from __future__ import annotations
@@ -144,11 +144,15 @@ class Workload(_Section):
         return self
 
 
+PolicyName = Literal["greedy", "round_robin", "float_share", "longest_first", "cost_greedy", "cost_lpt",
+                     "minmax_contiguous", "optimal"]
+
+
 class Kernel(_Section):
     """``[kernel]``: the kernel variant (data, not a fork of the program)."""
 
     buffer_num: Literal[1, 2] = 1
-    policy: Literal["greedy", "round_robin", "float_share", "longest_first"] = "greedy"
+    policy: PolicyName = "greedy"
 
 
 class Sim(_Section):
@@ -183,6 +187,20 @@ class Output(_Section):
         return self
 
 
+class Study(_Section):
+    """``[study]``: a tail study of this workload (``cgdr-des tail``): sampled batches x policies.
+
+    ``policies`` None means every policy that applies (``optimal`` only for batches of at most 20
+    work items); ``check_batches`` batches are re-simulated at phase fidelity as a self-check;
+    ``bootstrap`` is the number of resamples behind the percentiles' 95 % intervals.
+    """
+
+    batches: Annotated[int, Field(ge=1, le=1_000_000)] = 1000
+    policies: Annotated[list[PolicyName], Field(min_length=1)] | None = None
+    check_batches: Annotated[int, Field(ge=0, le=50)] = 3
+    bootstrap: Annotated[int, Field(ge=10, le=10_000)] = 200
+
+
 class Scenario(_Section):
     """A validated scenario. Build with ``load_scenario`` or ``Scenario.from_dict`` (errors -> InputError)."""
 
@@ -194,6 +212,7 @@ class Scenario(_Section):
     kernel: Kernel = Field(default_factory=Kernel)
     sim: Sim = Field(default_factory=Sim)
     output: Output = Field(default_factory=Output)
+    study: Study = Field(default_factory=Study)
 
     _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
     # (workload it was resolved from, lengths): keyed by identity so that model_copy(update=...) with a
@@ -234,7 +253,7 @@ class Scenario(_Section):
         The workload keeps only the resolved ``lengths`` (plus ``batch``, ``seed``, ``tensors``), so the
         dict loads again with ``Scenario.from_dict`` and describes exactly the simulated launch.
         """
-        d = self.model_dump(mode="json")
+        d = self.model_dump(mode="json", exclude={"study"})  # a study samples many launches; not this one's
         d["shape"]["scale_value"] = self.shape.resolved_scale()
         lengths = self.lengths()
         d["workload"] = {"lengths": lengths.tolist(), "batch": int(lengths.size),

@@ -12,6 +12,7 @@ from cgdr_des.kernel.batched import compute_numbers
 from cgdr_des.kernel.dispatch import assign_items, compute_avgload
 from cgdr_des.kernel.functional import core_assignments, make_launch
 from cgdr_des.kernel.launch import Shape, ceil_div, should_split
+from cgdr_des.kernel.policies import COST_POLICIES
 from cgdr_des.kernel.program import core_program
 from cgdr_des.numerics.finite import check_outputs
 from cgdr_des.results.frames import build_result
@@ -71,7 +72,7 @@ def run_launch(launch, prof, *, policy, fidelity, meta=None, progress=None, scen
     phase computes its numbers as the program reaches it. ``batched_numbers`` False forces the
     latter at ``phase`` too (the tests compare the two)."""
     assignment = assign_items(launch.lengths, launch.shape.nv, launch.shape.dv, launch.tiling.v_step,
-                              launch.block_dim, policy)
+                              launch.block_dim, policy, item_cost=_item_cost(launch, prof, policy))
     total = sum(len(a) for a in assignment)
     started = [0]
 
@@ -102,6 +103,16 @@ def run_launch(launch, prof, *, policy, fidelity, meta=None, progress=None, scen
     outputs = {"out": launch.out, "final_state": launch.final_state}
     return build_result(run, assignment, meta=meta, clock_mhz=prof.clock_mhz, outputs=outputs,
                         scenario=scenario, tiling=launch.tiling)
+
+
+def _item_cost(launch, prof, policy):
+    """The calibrated item-cost model a cost-weighted policy dispatches by (None for token policies)."""
+    if policy not in COST_POLICIES:
+        return None
+    from cgdr_des.tail.calibration import costs_for  # lazy: it runs a launch of its own
+
+    sh = launch.shape
+    return costs_for(prof, sh.nk, sh.nv, sh.dk, sh.dv, sh.has_gamma, launch.tiling.buffer_num).item_cycles
 
 
 def simulate_launch(query, key, value, beta, initial_state, actual_seq_lengths, g, scale_value, *,

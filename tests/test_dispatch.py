@@ -16,6 +16,7 @@ from cgdr_des.kernel.dispatch import (
     should_split_v_tiles,
     work_items,
 )
+from cgdr_des.kernel.policies import OPTIMAL_MAX_ITEMS
 from cgdr_des.kernel.tiling import compute_tiling
 
 cases = st.fixed_dictionaries({
@@ -25,6 +26,11 @@ cases = st.fixed_dictionaries({
     "v_step": st.sampled_from([16, 64, 128]),
     "block_dim": st.integers(1, 10),
 })
+
+
+def toy_cost(seqlen, vtile):
+    """A stand-in item cost with the shape of the real one: fixed work plus a per-token part."""
+    return 20_000 + 300 * seqlen + 7 * (vtile + 1)
 
 
 def keys(items):
@@ -56,7 +62,11 @@ def cumsum_bins(weights, avgload):
 @settings(max_examples=200, deadline=None, derandomize=True)
 @given(c=cases, policy=st.sampled_from(sorted(POLICIES)))
 def test_every_item_claimed_exactly_once(c, policy):
-    cores = assign_items(**c, policy=policy)
+    if policy == "optimal" and len(expected_items(c)) > OPTIMAL_MAX_ITEMS:
+        with pytest.raises(InputError, match="optimal"):
+            assign_items(**c, policy=policy, item_cost=toy_cost)
+        return
+    cores = assign_items(**c, policy=policy, item_cost=toy_cost)
     assert len(cores) == c["block_dim"]
     claimed = sorted(k for core in cores for k in keys(core))
     assert claimed == sorted(expected_items(c))
@@ -187,6 +197,8 @@ def test_bad_arguments():
         assign_items([4, -1], 1, 64, 64, 2)
     with pytest.raises(InputError, match="block_dim"):
         assign_items([4], 1, 64, 64, 0)
+    with pytest.raises(InputError, match="policy: got 'cost_lpt'.*item_cost"):
+        assign_items([4], 1, 64, 64, 2, policy="cost_lpt")
 
 
 def test_all_empty_gives_empty_cores():

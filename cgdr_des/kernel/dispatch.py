@@ -10,10 +10,11 @@ The source (``chunk_gated_delta_rule.h``, seed notes §1-§2, notes/kernel.md §
   every core replays the same greedy scan ``IsCurrentBlock(seqLen)`` (h:241-250) to claim its own
   contiguous run of items. An item weighs its sequence length in tokens.
 
-The alternative policies are data: each is a small function in :data:`POLICIES` mapping the items
-(in visiting order), the core count and the source's avgload to one item list per core. Every
+The alternative policies are data: each is an array function in :mod:`cgdr_des.kernel.policies`
+(also used, many batches at once, by the tail surrogate) giving every item its owner core. Every
 policy keeps each core's items in visiting order, because the device loop walks the items in that
-order and a policy only changes the predicate that says "mine".
+order and a policy only changes the predicate that says "mine". The cost-weighted ones
+(:data:`COST_POLICIES`) need each item's modelled duration (``item_cost``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,10 @@ import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from cgdr_des.errors import InputError
+from cgdr_des.kernel.policies import COST_POLICIES, POLICIES, owners
 
 
 @dataclass(frozen=True)
@@ -99,65 +103,8 @@ def work_items(lengths: Sequence[int], nv: int, v_tiles: int, split: bool) -> li
 
 
 Assignment = list[list[WorkItem]]
-Policy = Callable[[list[WorkItem], int, int], Assignment]
-
-
-def greedy(items: list[WorkItem], block_dim: int, avgload: int) -> Assignment:
-    """The source: each core replays :class:`BlockScan` over all items and keeps what it claims."""
-    cores = []
-    for core in range(block_dim):
-        scan = BlockScan(core, avgload)
-        cores.append([it for it in items if scan.is_current_block(it.seqlen)])
-    return cores
-
-
-def round_robin(items: list[WorkItem], block_dim: int, avgload: int) -> Assignment:
-    """Item k goes to core ``k % block_dim``: the naive head-modulo scheme the seed contrasts (§2)."""
-    return [items[core::block_dim] for core in range(block_dim)]
-
-
-def float_share(items: list[WorkItem], block_dim: int, avgload: int) -> Assignment:
-    """Contiguous runs cut at exact fractional shares of the total load (no Ceil-rounded avgload).
-
-    Item k, with ``P`` the load of the items before it and ``w`` its own, goes to core
-    ``floor((P + w/2) * block_dim / total)``: the core whose share ``[c, c+1) * total / block_dim``
-    holds the item's midpoint. Computed in integers (``(2P + w) * block_dim // (2 * total)``), so it
-    is exact and deterministic; the result is always < block_dim because the midpoint < total.
-    """
-    total = sum(it.seqlen for it in items)
-    cores: Assignment = [[] for _ in range(block_dim)]
-    before = 0
-    for it in items:
-        cores[(2 * before + it.seqlen) * block_dim // (2 * total)].append(it)
-        before += it.seqlen
-    return cores
-
-
-def longest_first(items: list[WorkItem], block_dim: int, avgload: int) -> Assignment:
-    """LPT: items by seqlen descending, each to the currently least-loaded core.
-
-    Ties: equal seqlen keeps visiting order; equal load picks the lowest core index. Each core then
-    processes its items in visiting order.
-    """
-    loads = [0] * block_dim
-    owner: dict[int, int] = {}
-    order = sorted(range(len(items)), key=lambda k: -items[k].seqlen)
-    for k in order:
-        core = min(range(block_dim), key=loads.__getitem__)
-        owner[k] = core
-        loads[core] += items[k].seqlen
-    cores: Assignment = [[] for _ in range(block_dim)]
-    for k, it in enumerate(items):
-        cores[owner[k]].append(it)
-    return cores
-
-
-POLICIES: dict[str, Policy] = {
-    "greedy": greedy,
-    "round_robin": round_robin,
-    "float_share": float_share,
-    "longest_first": longest_first,
-}
+#: ``item_cost(seqlen, vtile)``: modelled cycles of items (int64 arrays in, int64 array out).
+ItemCost = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
 def _count(name: str, value: object) -> int:
@@ -171,19 +118,30 @@ def _count(name: str, value: object) -> int:
 
 
 def assign_items(lengths: Sequence[int], nv: int, dv: int, v_step: int, block_dim: int,
-                 policy: str = "greedy") -> Assignment:
+                 policy: str = "greedy", item_cost: ItemCost | None = None) -> Assignment:
     """Per core (``block_dim`` lists), the items it processes, in processing order.
 
     Split mode and avgload are decided exactly as the device does with ``GetBlockNum() == block_dim``.
+    ``item_cost`` is required by the cost-weighted policies (``cgdr_des.tail.item_cost_model``).
     """
     if policy not in POLICIES:
         raise InputError("policy", policy, f"one of {', '.join(POLICIES)}")
+    if policy in COST_POLICIES and item_cost is None:
+        raise InputError("policy", policy, "a token policy unless item costs are given (item_cost)")
     nv, dv, v_step, block_dim = (_count(n, v) for n, v in
                                  (("nv", nv), ("dv", dv), ("v_step", v_step), ("block_dim", block_dim)))
     split = should_split_v_tiles(dv, v_step, block_dim, nv)
     per_head = -(-dv // v_step) if split else 1
     items = work_items(lengths, nv, per_head, split)
-    avgload = compute_avgload(lengths, nv, per_head, block_dim)
     if not items:
         return [[] for _ in range(block_dim)]
-    return POLICIES[policy](items, block_dim, avgload)
+    tokens = np.array([[it.seqlen for it in items]], np.int64)
+    cost = np.zeros_like(tokens)
+    if item_cost is not None:
+        cost[0] = item_cost(tokens[0], np.array([it.vtile for it in items], np.int64))
+    avgload = compute_avgload(lengths, nv, per_head, block_dim)
+    owner = owners(policy, tokens, cost, block_dim, np.array([avgload]))[0]
+    cores: Assignment = [[] for _ in range(block_dim)]
+    for it, core in zip(items, owner.tolist(), strict=True):
+        cores[core].append(it)
+    return cores

@@ -1,0 +1,92 @@
+"""Cost-weighted dispatch policies against exhaustive search and the classical LPT bound."""
+
+import itertools
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cgdr_des.kernel.dispatch import BlockScan
+from cgdr_des.kernel.policies import POLICIES, owners
+
+small = st.fixed_dictionaries({
+    "cost": st.lists(st.integers(1, 1000), min_size=1, max_size=7),
+    "m": st.integers(1, 4),
+})
+
+
+def makespan(cost, owner, m):
+    return max(sum(c for c, o in zip(cost, owner, strict=True) if o == core) for core in range(m))
+
+
+def run(policy, cost, m):
+    tokens = np.ones((1, len(cost)), np.int64)  # every item real; token weights play no part here
+    return owners(policy, tokens, np.array([cost], np.int64), m, np.array([1]))[0].tolist()
+
+
+def brute_optimum(cost, m):
+    return min(makespan(cost, a, m) for a in itertools.product(range(m), repeat=len(cost)))
+
+
+def brute_contiguous(cost, m):
+    """Every split of the items into m (possibly empty) runs in order: the smallest largest run."""
+    best = None
+    for cuts in itertools.combinations_with_replacement(range(len(cost) + 1), m - 1):
+        edges = (0, *cuts, len(cost))
+        worst = max(sum(cost[a:b]) for a, b in itertools.pairwise(edges))
+        best = worst if best is None else min(best, worst)
+    return best
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(c=small)
+def test_optimal_equals_exhaustive_search(c):
+    assert makespan(c["cost"], run("optimal", c["cost"], c["m"]), c["m"]) == brute_optimum(c["cost"], c["m"])
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(c=small)
+def test_cost_lpt_within_graham_bound_of_optimal(c):
+    m, opt = c["m"], brute_optimum(c["cost"], c["m"])
+    assert makespan(c["cost"], run("cost_lpt", c["cost"], m), m) <= (4 / 3 - 1 / (3 * m)) * opt
+    assert makespan(c["cost"], run("optimal", c["cost"], m), m) == opt
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(c=small)
+def test_minmax_contiguous_is_the_best_contiguous_split(c):
+    owner = run("minmax_contiguous", c["cost"], c["m"])
+    assert owner == sorted(owner) and max(owner) < c["m"]  # contiguous runs, cores in order
+    assert makespan(c["cost"], owner, c["m"]) == brute_contiguous(c["cost"], c["m"])
+
+
+@settings(max_examples=100, deadline=None, derandomize=True)
+@given(c=small)
+def test_cost_greedy_is_the_source_scan_on_cost_weights(c):
+    m, cost = c["m"], c["cost"]
+    avg = -(-sum(cost) // m)
+    expected = []
+    for core in range(m):  # each core replays IsCurrentBlock on the cost weights
+        scan = BlockScan(core, avg)
+        expected.append([k for k, w in enumerate(cost) if scan.is_current_block(w)])
+    owner = run("cost_greedy", cost, m)
+    assert [[k for k, o in enumerate(owner) if o == core] for core in range(m)] == expected
+
+
+def test_padding_items_get_no_core_under_every_policy():
+    tokens = np.array([[5, 0, 7, 0, 9]], np.int64)
+    cost = tokens * 10 + 100
+    for name in POLICIES:
+        owner = owners(name, tokens, cost, 2, np.array([11]))[0]
+        assert (owner[[1, 3]] == -1).all() and (owner[[0, 2, 4]] >= 0).all(), name
+
+
+def test_vectorised_rows_equal_one_batch_at_a_time():
+    rng = np.random.default_rng(3)
+    tokens = rng.integers(0, 200, (40, 12)).astype(np.int64)
+    cost = tokens * 37 + 5000 * (tokens > 0)
+    avg = -(-tokens.sum(axis=1) // 3)
+    for name in POLICIES:
+        together = owners(name, tokens, cost, 3, avg)
+        alone = np.vstack([owners(name, tokens[i:i + 1], cost[i:i + 1], 3, avg[i:i + 1]) for i in range(40)])
+        assert (together == alone).all(), name
