@@ -260,6 +260,16 @@ class Scenario(_Section):
                          "seed": self.workload.seed, "tensors": d["workload"]["tensors"]}
         return d
 
+    def study_dict(self) -> dict[str, Any]:
+        """JSON-able dict of the scenario as a study sees it: the length *distribution* and ``[study]`` kept.
+
+        A tail study samples many batches from the distribution, so ``resolved_dict`` (one batch's lengths)
+        would describe the wrong thing; this dict loads again with ``Scenario.from_dict``.
+        """
+        d = self.model_dump(mode="json", exclude_none=True)
+        d["shape"]["scale_value"] = self.shape.resolved_scale()
+        return d
+
     def scenario_hash(self) -> str:
         """First 12 hex digits of the sha256 of the canonical JSON of ``resolved_dict()``."""
         text = json.dumps(self.resolved_dict(), sort_keys=True, separators=(",", ":"))

@@ -9,7 +9,7 @@ import click
 
 from cgdr_des.cli import common
 from cgdr_des.cli.app import main
-from cgdr_des.scenario import load_scenario
+from cgdr_des.cli.options import load_with_overrides, override_options
 
 TABLE = {"policy": "policy", "p50_us": "p50 us", "p99_us": "p99 us", "p99_9_us": "p99.9 us",
          "makespan_over_lb_mean": "mean mk/lb", "within_1pct_of_lb": "<=1% of lb", "imbalance_mean": "mean imb"}
@@ -22,19 +22,26 @@ TABLE = {"policy": "policy", "p50_us": "p50 us", "p99_us": "p99 us", "p99_9_us":
 @click.option("--batches", type=int, default=None, help="Batches to sample (default: [study] batches).")
 @click.option("--policy", "policies", multiple=True,
               help="A policy to time; repeat for several (default: [study] policies, else all).")
-@click.option("--seed", type=int, default=None, help="Seed of the sampled batches (default: [workload] seed).")
-def tail(scenario: str, out: Path, batches: int | None, policies: tuple[str, ...], seed: int | None) -> None:
-    """Sample SCENARIO's workload distribution and time every batch under every dispatch policy."""
+@common.force_option
+@override_options
+def tail(scenario: str, out: Path, batches: int | None, policies: tuple[str, ...], force: bool,
+         sets: tuple[str, ...], seed: int | None) -> None:
+    """Sample SCENARIO's workload distribution and time every batch under every dispatch policy.
+
+    ``--seed`` sets ``workload.seed``, which seeds the sampled batches.
+    """
     from cgdr_des.results.progress import ProgressBar
     from cgdr_des.tail import run_study, write_study
 
-    sc = load_scenario(scenario)
-    out = common.prepare_out(out)
+    sc = load_with_overrides(scenario, sets, seed)
     names = [p.strip() for arg in policies for p in arg.split(",") if p.strip()] or None
-    with warnings.catch_warnings(record=True) as caught, ProgressBar(f"{sc.name} tail study") as bar:
-        warnings.simplefilter("always")
-        result = run_study(sc, batches=batches, policies=names, seed=seed, progress=bar)
-    written = write_study(result, out)
+    target = common.output_dir(out, force)
+    with target as staging:  # checked and locked before the study starts; files appear whole or not at all
+        with warnings.catch_warnings(record=True) as caught, ProgressBar(f"{sc.name} tail study") as bar:
+            warnings.simplefilter("always")
+            result = run_study(sc, batches=batches, policies=names, progress=bar)
+        with target.writing():
+            written = write_study(result, staging)
     for line in study_lines(result):
         click.echo(line)
     click.echo(f"outputs    {out}: {', '.join(sorted(p.name for p in written.values()))}")

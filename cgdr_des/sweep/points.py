@@ -106,7 +106,8 @@ def _point(i: int, base, change: dict[str, Any], columns: dict[str, type], run: 
     except CgdrError as exc:  # a bad field, or a diagnostic the tiling already reveals (validate's checks)
         what = {"base": base.resolved_dict(), "overrides": overrides, **run}
         return Point(i, params, fingerprint(what), error=f"{type(exc).__name__}: {exc}", overrides=overrides)
-    resolved = sc.resolved_dict()
+    # a tail point samples from the distribution: keep it (and [study]) rather than one batch's lengths
+    resolved = sc.study_dict() if run["kind"] == "tail" else sc.resolved_dict()
     return Point(i, params, fingerprint({"scenario": resolved, **run}), scenario=resolved, overrides=overrides)
 
 

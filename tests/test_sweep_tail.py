@@ -1,0 +1,64 @@
+"""Sweep points that are tail studies: each stored summary is ``run_study`` of that point's scenario."""
+
+from __future__ import annotations
+
+import pandas as pd
+from click.testing import CliRunner
+
+from cgdr_des.cli import main
+from cgdr_des.scenario import Scenario
+from cgdr_des.sweep import expand, load_sweep
+from cgdr_des.tail import run_study
+
+BASE = """
+name = "tiny_tail"
+[shape]
+nk = 1
+nv = 2
+dk = 16
+dv = 16
+[workload]
+batch = 4
+seed = 3
+[workload.distribution]
+kind = "lognormal"
+median = 48
+sigma = 1.0
+min = 1
+max = 256
+[sim]
+numerics = "off"
+trace = false
+[output]
+plots = false
+[study]
+check_batches = 0
+"""
+
+SWEEP = """
+name = "tiny_tail_sweep"
+base = "base.toml"
+kind = "tail"
+[grid]
+"workload.distribution.sigma" = [0.5, 1.5]
+[tail]
+batches = 40
+policies = ["greedy", "cost_lpt"]
+"""
+
+
+def test_tail_points_store_the_studies_of_their_scenarios(tmp_path):
+    (tmp_path / "base.toml").write_text(BASE, encoding="utf-8")
+    path = tmp_path / "sweep.toml"
+    path.write_text(SWEEP, encoding="utf-8")
+    result = CliRunner().invoke(main, ["sweep", str(path), "--out", str(tmp_path / "out"), "--workers", "0"])
+    assert result.exit_code == 0, result.output
+    table = pd.read_parquet(tmp_path / "out" / "summary.parquet")
+    points = expand(load_sweep(path))
+    assert sorted(set(table["point"])) == [p.point for p in points]
+    for p in points:
+        sc = Scenario.from_dict(p.scenario)
+        assert sc.workload.distribution.sigma == p.params["workload.distribution.sigma"]  # the law, not one batch
+        want = run_study(sc, batches=40, policies=["greedy", "cost_lpt"]).summary.reset_index(drop=True)
+        got = table[table["point"] == p.point].reset_index(drop=True)[want.columns]
+        pd.testing.assert_frame_equal(got, want, check_dtype=False)
