@@ -336,8 +336,8 @@ def _prefixed(section: str):
 
 
 def profile_ub_bytes(profile: Any) -> int:
-    """UB bytes the host tiling sees (``GetCoreMemSize(UB)``)."""
-    return int(profile.ub_bytes)
+    """UB bytes the host tiling sees (``GetCoreMemSize(UB)`` less what AscendC reserves)."""
+    return int(profile.ub_usable_bytes)
 
 
 def profile_core_count(profile: Any) -> int:

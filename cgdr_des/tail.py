@@ -78,7 +78,7 @@ def _launch(lengths, nk, nv, dk, dv, has_gamma, prof, buffer_num, seed=0):
     lengths = np.asarray(lengths, dtype=np.int32)
     shape = Shape(int(lengths.size), int(lengths.sum()), nk, nv, dk, dv, 1.0 / np.sqrt(dk), has_gamma)
     g = draw_g(shape.t, nv, seed) if has_gamma else None
-    return make_launch(shape, lengths, g, None, numerics="off", ub_size=prof.ub_bytes, aiv_num=prof.aiv_num,
+    return make_launch(shape, lengths, g, None, numerics="off", ub_size=prof.ub_usable_bytes, aiv_num=prof.aiv_num,
                        buffer_num=buffer_num)
 
 

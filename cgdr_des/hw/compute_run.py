@@ -75,6 +75,7 @@ from cgdr_des.hw.rules import (
     scalar_flag_set,
     scalar_gm,
     set_while_set,
+    vec_call_scalar,
     vec_issue,
     vec_op,
 )
@@ -104,7 +105,8 @@ class ComputeRunTimer:
         p = profile
         self.profile = p
         # unpacked once per _walk, in this order
-        self.consts = (p.kernel_launch_cycles, p.flag_cycles, p.vec_api_scalar_cycles, p.scalar_dispatch_cycles,
+        vec_call = vec_call_scalar(p.vec_api_scalar_cycles, p.vec_call_loop_cycles)
+        self.consts = (p.kernel_launch_cycles, p.flag_cycles, vec_call, p.scalar_dispatch_cycles,
                        p.queue_depth, p.event_ids_per_hard_event, p.flag_double_set == "stall",
                        p.flag_double_set == "diagnostic", vec_params(p), scalar_kind_cycles(p),
                        p.scalar_ub_load_cycles, p.scalar_ub_store_cycles, p.dcache_miss_cycles)

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
+from cgdr_des.hw.costs import dma_first_byte_cycles
 from cgdr_des.hw.dcache import DataCache
 from cgdr_des.hw.diagnostics import HwFault, at, flag_name, tag_text
 from cgdr_des.hw.dma import check_dma, dma_numbers
@@ -91,7 +92,7 @@ class Core:
         except HwFault as exc:
             raise at(self.cid, idx, span, str(exc)) from None
         read, first_byte, cap = dma_numbers(self.profile, rec)
-        first_byte *= rec.repeat  # a merged run of DataCopy calls pays each call's first-byte cycles
+        first_byte = dma_first_byte_cycles(self.profile, read, rec.repeat) if rec.repeat > 1 else first_byte
         if read:
             self.gm_read += rec.nbytes
         else:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 
+from cgdr_des.errors import InputError
 from cgdr_des.hw.profile import Profile
 from cgdr_des.hw.rules import dma_first_byte
 
@@ -68,11 +69,14 @@ def scalar_kind_cycles(profile: Profile) -> dict[str, int]:
             "ub_store": profile.scalar_ub_store_cycles, "div": profile.scalar_div_cycles}
 
 
-def dma_first_byte_cycles(profile: Profile, read: bool) -> int:
-    """Cycles from a DMA's start on its pipe to its first byte (:func:`.rules.dma_first_byte`)."""
+def dma_first_byte_cycles(profile: Profile, read: bool, calls: int = 1) -> int:
+    """Cycles from a DMA's start on its pipe to its first byte, for a run of ``calls`` DataCopy
+    calls with ``dma_outstanding`` of them in flight at once (:func:`.rules.dma_first_byte`)."""
     if read:
-        return dma_first_byte(profile.dma_read_latency_cycles, profile.dma_read_overhead_cycles)
-    return dma_first_byte(profile.dma_write_latency_cycles, profile.dma_write_overhead_cycles)
+        return dma_first_byte(profile.dma_read_latency_cycles, profile.dma_read_overhead_cycles, calls,
+                              profile.dma_outstanding)
+    return dma_first_byte(profile.dma_write_latency_cycles, profile.dma_write_overhead_cycles, calls,
+                          profile.dma_outstanding)
 
 
 def dma_rate_cap(profile: Profile, read: bool, gm_addr: int) -> float:
@@ -81,3 +85,15 @@ def dma_rate_cap(profile: Profile, read: bool, gm_addr: int) -> float:
     if gm_addr % profile.dma_aligned_bytes:
         return peak * profile.dma_unaligned_efficiency
     return peak
+
+
+def check_timing_fields(profile: Profile, fidelity: str) -> bool:
+    """Refuse a field the chosen fidelity cannot honour; return the launch's ``raw_interlock``.
+
+    ``dma_outstanding`` acts on the merged DataCopy runs of ``phase`` fidelity (one record per run);
+    ``instr`` fidelity issues each call as its own record, which this model does not overlap."""
+    if fidelity == "instr" and profile.dma_outstanding != 1:
+        raise InputError("hardware.overrides.dma_outstanding", profile.dma_outstanding,
+                         "1 at instr fidelity (overlapping first bytes are modelled on phase fidelity's "
+                         "merged DataCopy runs only)")
+    return profile.raw_interlock

@@ -24,6 +24,7 @@ entry is complete (a SetFlag: fires). Every function returns integers when given
 | scalar GM read/write | :func:`scalar_gm` | scalar unit, compute-run timer |
 | ScalarExp cost | :func:`scalar_exp` | scalar unit, compute-run timer |
 | DMA first byte | :func:`dma_first_byte` | MTE pipes (via :mod:`.dma`) |
+| scalar cycles of one vector call | :func:`vec_call_scalar` | scalar unit, compute-run timer |
 | busy cover | :func:`cover` | V pipe, compute-run timer |
 """
 
@@ -104,10 +105,19 @@ def scalar_exp(alu_ops: int, div_ops: int, alu_cycles: int, div_cycles: int) -> 
     return alu_ops * alu_cycles + div_ops * div_cycles
 
 
-def dma_first_byte(latency: int, overhead: int, calls: int = 1) -> int:
-    """Cycles from a DMA's start on its pipe to its first byte; a merged run of ``calls``
-    DataCopy calls pays each call's latency and overhead."""
-    return (latency + overhead) * calls
+def dma_first_byte(latency: int, overhead: int, calls: int = 1, outstanding: int = 1) -> int:
+    """Cycles from a DMA's start on its pipe to its first byte. A merged run of ``calls`` DataCopy
+    calls pays each call's ``overhead`` one after the other, but up to ``outstanding`` calls wait for
+    their first byte at once, so the run pays ``latency`` once per group of ``outstanding`` calls
+    (``outstanding`` 1: every call holds the pipe through its whole latency)."""
+    return overhead * calls + latency * -(-calls // outstanding)
+
+
+def vec_call_scalar(api_cycles: int, loop_cycles: int) -> int:
+    """Scalar cycles the scalar unit spends on one count-form vector call before its hand-over: the
+    mask set-up (``api_cycles``) and the loop and address work around the call (``loop_cycles``:
+    loop counter, compare and branch, offset arithmetic, LocalTensor slicing)."""
+    return api_cycles + loop_cycles
 
 
 def cover(start: int, end: int, covered: int) -> tuple[int, int]:

@@ -36,6 +36,7 @@ from cgdr_des.hw.rules import (
     scalar_flag_set,
     scalar_gm,
     set_while_set,
+    vec_call_scalar,
     vec_issue,
 )
 from cgdr_des.isa import (
@@ -221,7 +222,8 @@ def scalar_unit(core, program):
     su = ScalarUnit(core)
     su.me = core.s_gen
     V, depth = su.V, core.profile.queue_depth
-    disp, api = core.profile.scalar_dispatch_cycles, core.profile.vec_api_scalar_cycles
+    disp, api = core.profile.scalar_dispatch_cycles, vec_call_scalar(api_cycles=core.profile.vec_api_scalar_cycles,
+                                                                     loop_cycles=core.profile.vec_call_loop_cycles)
     scalar, scalar_gm_, vec, push, macro = su.scalar, su.scalar_gm, su.vec, su.push, su.macro
     for rec in program:
         su.idx += 1
