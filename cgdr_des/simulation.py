@@ -50,7 +50,7 @@ def estimated_rows(launch, fidelity: str) -> int:
 def simulate(scenario, *, progress=None):
     """Run one scenario; ``progress(done, total)`` is called as work items start."""
     sc = scenario
-    prof = load_profile(sc.hardware.profile, dict(sc.hardware.overrides))
+    prof = load_profile(sc.profile_ref(), dict(sc.hardware.overrides))
     lengths = sc.lengths()
     tensors, g, scale = _tensors(sc, lengths)
     s = sc.shape

@@ -3,7 +3,7 @@
 ``app`` holds the group and the error contract, ``common`` what several commands share.
 """
 
-from cgdr_des.cli import compare, inspect_cmds, run  # noqa: F401  (each registers its commands)
+from cgdr_des.cli import calibrate, compare, inspect_cmds, run, sensitivity  # noqa: F401  (each registers its commands)
 from cgdr_des.cli.app import main
 
 __all__ = ["main"]

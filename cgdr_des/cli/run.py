@@ -16,10 +16,16 @@ from cgdr_des.scenario import load_scenario
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="Directory for frames, trace and plots.")
 @click.option("--csv", is_flag=True, help="Also write the frames as CSV.")
-def run(scenario: str, out: Path, csv: bool) -> None:
+@click.option("--with-range", is_flag=True,
+              help="Also print the makespan interval over the profile's field ranges (see `sensitivity`).")
+def run(scenario: str, out: Path, csv: bool, with_range: bool) -> None:
     """Simulate SCENARIO (a TOML file) and write its results into --out."""
     sc = load_scenario(scenario)
     result, written = common.run_one(sc, common.prepare_out(out), csv)
     for line in common.summary_lines(result):
         click.echo(line)
+    if with_range:
+        from cgdr_des.cli.sensitivity import print_range
+
+        print_range(sc, out)
     click.echo(f"outputs    {out}: {', '.join(sorted(p.name for p in written.values()))}")

@@ -1,0 +1,131 @@
+"""Fit chosen ranged profile fields to measured latencies.
+
+Least squares on the log of simulated / measured latency (a relative error, the same weight for a
+1 ms and a 100 ms shape), over the unit box of the fields' ranges, by *compass search*: from the
+nominal profile, try each field one step up and down, keep the first improvement, halve the step when
+none improves, stop below ``min_step``. Why this method: the makespan is a step function of the
+integer cycle fields (no useful gradient), each evaluation is a full simulation (a handful of
+fields, tens of evaluations), the bounds are hard, and compass search converges to a stationary
+point on a box without derivatives (Kolda, Lewis & Torczon, SIAM Review 45(3), 2003). It finds a
+local minimum: fields that compensate each other (two latencies on one critical path) are not
+identifiable from latencies alone, which the leave-one-out errors expose.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from cgdr_des.errors import InputError
+from cgdr_des.timing.evaluate import Evaluator
+from cgdr_des.timing.space import select, unit_of, value_at
+
+STEP0 = 0.25
+MIN_STEP = 1 / 128
+MAX_EVALS = 400
+
+
+@dataclass
+class Problem:
+    """Evaluators of the measured scenarios, their latencies and the fitted parameters."""
+
+    evaluators: list[Evaluator]
+    measured: np.ndarray
+    params: list
+    names: list[str]
+
+    def point(self, u) -> dict:
+        return {p.name: value_at(p, x) for p, x in zip(self.params, u, strict=True)}
+
+    def predict(self, u, which=None) -> np.ndarray:
+        pt = self.point(u)
+        idx = range(len(self.evaluators)) if which is None else which
+        return np.array([self.evaluators[i].makespan(pt)[1] for i in idx])
+
+    def loss(self, u, which=None) -> float:
+        idx = list(range(len(self.evaluators))) if which is None else list(which)
+        return float(np.sum(np.log(self.predict(u, idx) / self.measured[idx]) ** 2))
+
+
+def build_problem(measurements, fields, load) -> Problem:
+    """``load(path)`` loads a scenario; every scenario must use the same hardware profile."""
+    if not fields:
+        raise InputError("--fields", fields, "at least one ranged field to fit")
+    evs = [Evaluator(load(m.scenario)) for m in measurements]
+    refs = {ev.scenario.profile_ref() for ev in evs}
+    if len(refs) > 1:
+        raise InputError("measurements", sorted(refs), "scenarios that all use one hardware profile")
+    params = select(evs[0].profile, fields)
+    if len(set(fields)) != len(fields):
+        raise InputError("--fields", ",".join(fields), "each field once")
+    return Problem(evs, np.array([m.latency_us for m in measurements]), params, list(fields))
+
+
+def compass(problem: Problem, u0, which=None, *, step=STEP0, min_step=MIN_STEP, max_evals=MAX_EVALS):
+    """Compass search from ``u0`` on the unit box; returns ``(u, loss, evaluations)``."""
+    u = np.array(u0, dtype=float)
+    f, evals = problem.loss(u, which), 1
+    while step >= min_step and evals < max_evals:
+        improved = False
+        for i in range(len(u)):
+            for sign in (1.0, -1.0):
+                v = u.copy()
+                v[i] = min(max(u[i] + sign * step, 0.0), 1.0)
+                if v[i] == u[i]:
+                    continue
+                fv, evals = problem.loss(v, which), evals + 1
+                if fv < f - 1e-12:
+                    u, f, improved = v, fv, True
+                    break
+            if improved:
+                break
+        if not improved:
+            step /= 2
+    return u, f, evals
+
+
+@dataclass(frozen=True)
+class Fit:
+    """A calibration: the fitted values, per-point residuals and leave-one-out errors."""
+
+    nominal: dict
+    fitted: dict
+    loss: float
+    evaluations: int
+    points: pd.DataFrame
+
+    @property
+    def rms_residual_pct(self) -> float:
+        return float(np.sqrt(np.mean(self.points["residual_pct"] ** 2)))
+
+    @property
+    def rms_loo_pct(self) -> float:
+        return float(np.sqrt(np.mean(self.points["loo_error_pct"] ** 2)))
+
+
+def calibrate(problem: Problem, names, *, loo: bool = True) -> Fit:
+    """Fit from the nominal values, then refit without each point in turn (from the full fit) and
+    predict it: the leave-one-out error says how far the fit can be trusted on a shape it did not see."""
+    prof = problem.evaluators[0].profile
+    from cgdr_des.timing.space import nominal
+
+    nom = nominal(prof, problem.params)
+    u0 = [unit_of(p, nom[p.name]) for p in problem.params]
+    u, f, evals = compass(problem, u0)
+    n = len(problem.measured)
+    nominal_us, fitted_us = problem.predict(u0), problem.predict(u)
+    loo_us = np.full(n, math.nan)
+    for i in range(n if loo and n > 1 else 0):
+        rest = [j for j in range(n) if j != i]
+        ui, _, e = compass(problem, u, rest)
+        evals += e
+        loo_us[i] = problem.predict(ui, [i])[0]
+    pts = pd.DataFrame({"scenario": [str(ev.scenario.name) for ev in problem.evaluators],
+                        "measured_us": problem.measured, "nominal_us": nominal_us, "fitted_us": fitted_us})
+    pts["residual_pct"] = 100 * (pts["fitted_us"] / pts["measured_us"] - 1)
+    pts["loo_us"] = loo_us
+    pts["loo_error_pct"] = 100 * (pts["loo_us"] / pts["measured_us"] - 1)
+    return Fit(nom, problem.point(u), f, evals, pts)
