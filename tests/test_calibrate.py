@@ -49,7 +49,7 @@ def measured(tmp_path_factory):
 
 def test_recovers_a_known_perturbation(measured):
     _, ms = measured
-    fit = calibrate(build_problem(ms, list(TRUTH), load_scenario), list(TRUTH), loo=False)
+    fit = calibrate(build_problem(ms, list(TRUTH), load_scenario), loo=False)
     nominal = load_profile()
     assert fit.nominal == {"vec_pipe_delay_cycles": nominal.vec_pipe_delay_cycles,
                            "dcache_miss_cycles": nominal.dcache_miss_cycles}
@@ -61,7 +61,7 @@ def test_recovers_a_known_perturbation(measured):
 
 def test_a_value_outside_the_range_is_fitted_to_the_range_end(tmp_path):
     ms = _measured(_scenarios(tmp_path), {"vec_pipe_delay_cycles": 40})    # range is [0, 30]
-    fit = calibrate(build_problem(ms, ["vec_pipe_delay_cycles"], load_scenario), ["vec_pipe_delay_cycles"])
+    fit = calibrate(build_problem(ms, ["vec_pipe_delay_cycles"], load_scenario))
     assert fit.fitted["vec_pipe_delay_cycles"] == 30
     assert (fit.points["residual_pct"] < 0).all()
     assert fit.points["loo_error_pct"].notna().all()

@@ -31,7 +31,7 @@ def calibrate(measurements: str, fields: str, out: Path, no_loo: bool) -> None:
     names = parse_fields(fields)
     ms = read_measurements(measurements)
     problem = build_problem(ms, names, load_scenario)
-    res = fit(problem, names, loo=not no_loo)
+    res = fit(problem, loo=not no_loo)
     out = common.prepare_out(out)
     ev = problem.evaluators[0]
     note = f"cgdr-des calibrate {Path(measurements).name} ({len(ms)} points, fields {','.join(names)})"
@@ -49,6 +49,3 @@ def calibrate(measurements: str, fields: str, out: Path, no_loo: bool) -> None:
         click.echo(f"point      {r['scenario']}: measured {r['measured_us']:,.1f} us, nominal {r['nominal_us']:,.1f}, "
                    f"fitted {r['fitted_us']:,.1f} ({r['residual_pct']:+.1f} %{loo})")
     click.echo(f"outputs    {out}: fit.json, profile.toml, residuals.csv")
-
-
-

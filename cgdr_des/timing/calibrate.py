@@ -27,7 +27,7 @@ import pandas as pd
 
 from cgdr_des.errors import InputError
 from cgdr_des.timing.evaluate import Evaluator
-from cgdr_des.timing.space import select, unit_of, value_at
+from cgdr_des.timing.space import nominal, select, unit_of, value_at
 
 STEP0 = 0.25
 MIN_STEP = 1 / 128
@@ -44,7 +44,6 @@ class Problem:
     evaluators: list[Evaluator]
     measured: np.ndarray
     params: list
-    names: list[str]
 
     def point(self, u) -> dict:
         return {p.name: value_at(p, x) for p, x in zip(self.params, u, strict=True)}
@@ -70,7 +69,7 @@ def build_problem(measurements, fields, load) -> Problem:
     params = select(evs[0].profile, fields)
     if len(set(fields)) != len(fields):
         raise InputError("--fields", ",".join(fields), "each field once")
-    return Problem(evs, np.array([m.latency_us for m in measurements]), params, list(fields))
+    return Problem(evs, np.array([m.latency_us for m in measurements]), params)
 
 
 def resolution(params) -> float:
@@ -162,13 +161,10 @@ class Fit:
         return float(np.sqrt(np.mean(self.points["loo_error_pct"] ** 2)))
 
 
-def calibrate(problem: Problem, names, *, loo: bool = True) -> Fit:
+def calibrate(problem: Problem, *, loo: bool = True) -> Fit:
     """Fit from the nominal values, then refit without each point in turn (from the full fit) and
     predict it: the leave-one-out error says how far the fit can be trusted on a shape it did not see."""
-    prof = problem.evaluators[0].profile
-    from cgdr_des.timing.space import nominal
-
-    nom = nominal(prof, problem.params)
+    nom = nominal(problem.evaluators[0].profile, problem.params)
     u0 = [unit_of(p, nom[p.name]) for p in problem.params]
     u, f, evals = fit_box(problem, u0)
     n = len(problem.measured)
