@@ -65,4 +65,4 @@ def print_range(sc, out: Path) -> None:
 
     res = sensitivity_of(sc, None, DEFAULT_SAMPLES, DEFAULT_SEED)
     write_sensitivity(res, common.prepare_out(out / "range"))
-    click.echo(interval_line(res) + " (phase fidelity, numerics off)")
+    click.echo(interval_line(res))

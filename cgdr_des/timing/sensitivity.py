@@ -101,4 +101,4 @@ def interval_line(result: Sensitivity) -> str:
     s = result.summary()
     return (f"range      {result.nominal_us:,.1f} us in [{lo:,.1f}, {hi:,.1f}] us "
             f"({s['oat_runs']} one-at-a-time ends and {s['lhs_samples']} joint samples over "
-            f"{len(result.params)} ranged fields, seed {result.seed})")
+            f"{len(result.params)} ranged fields, seed {result.seed}; phase fidelity, numerics off)")
