@@ -114,7 +114,7 @@ def chunk_gated_delta_rule(query, key, value, beta, initial_state, actual_seq_le
 
         prof = load_profile(hardware)
         launch = build_launch(query, key, value, beta, initial_state, actual_seq_lengths, g, scale_value,
-                              numerics=numerics, ub_size=prof.ub_bytes, aiv_num=prof.aiv_num,
+                              numerics=numerics, ub_size=prof.ub_usable_bytes, aiv_num=prof.aiv_num,
                               buffer_num=buffer_num)
         fr = run_functional(launch, policy)
         check_outputs(launch)  # an inf/NaN output is a KernelDiagnostic naming where it started

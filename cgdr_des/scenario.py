@@ -89,8 +89,8 @@ class Hardware(_Section):
     @classmethod
     def _known(cls, v: str) -> str:
         known = known_profiles()
-        if v not in known:
-            raise ValueError(f"one of {', '.join(sorted(known))}")
+        if v not in known and not v.endswith(".toml"):  # a profile file (calibrate writes them)
+            raise ValueError(f"one of {', '.join(sorted(known))}, or a path to a .toml profile")
         return v
 
 
@@ -241,6 +241,11 @@ class Scenario(_Section):
         data = _deep_merge(self.model_dump(mode="json", exclude_none=True), changes)
         return Scenario.from_dict(data, base_dir=self._base_dir)
 
+    def profile_ref(self) -> str:
+        """``hardware.profile`` as ``load_profile`` takes it: a profile file relative to the scenario's folder."""
+        p = self.hardware.profile
+        return str(self._base_dir / p) if p.endswith(".toml") and not Path(p).is_absolute() else p
+
     def lengths(self) -> np.ndarray:
         """The resolved ``actual_seq_lengths`` (tokens, int32, one per batch entry); a fresh copy."""
         if self._lengths is None or self._lengths[0] is not self.workload:
@@ -386,7 +391,7 @@ def validate_tiling(sc: Scenario):
     from cgdr_des.kernel.tiling import compute_tiling, static_diagnostics
 
     with _prefixed("hardware"):
-        profile = load_profile(sc.hardware.profile, dict(sc.hardware.overrides) or None)
+        profile = load_profile(sc.profile_ref(), dict(sc.hardware.overrides) or None)
     lengths = sc.lengths()
     s = sc.shape
     with _prefixed("tiling"):
@@ -421,8 +426,8 @@ def _prefixed(section: str):
 
 
 def profile_ub_bytes(profile: Any) -> int:
-    """UB bytes the host tiling sees (``GetCoreMemSize(UB)``)."""
-    return int(profile.ub_bytes)
+    """UB bytes the host tiling sees (``GetCoreMemSize(UB)`` less what AscendC reserves)."""
+    return int(profile.ub_usable_bytes)
 
 
 def profile_core_count(profile: Any) -> int:

@@ -8,6 +8,7 @@ the same numbers the functional run computes, since both pull the same programs.
 from __future__ import annotations
 
 from cgdr_des.hw import Machine, load_profile
+from cgdr_des.hw.costs import check_timing_fields
 from cgdr_des.kernel.batched import compute_numbers
 from cgdr_des.kernel.dispatch import assign_items, compute_avgload
 from cgdr_des.kernel.functional import core_assignments, make_launch
@@ -51,12 +52,12 @@ def estimated_rows(launch, fidelity: str) -> int:
 def simulate(scenario, *, progress=None):
     """Run one scenario; ``progress(done, total)`` is called as work items start."""
     sc = scenario
-    prof = load_profile(sc.hardware.profile, dict(sc.hardware.overrides))
+    prof = load_profile(sc.profile_ref(), dict(sc.hardware.overrides))
     lengths = sc.lengths()
     tensors, g, scale = _tensors(sc, lengths)
     s = sc.shape
     shape = Shape(int(lengths.size), int(lengths.sum()), s.nk, s.nv, s.dk, s.dv, scale, s.has_gamma)
-    launch = make_launch(shape, lengths, g, tensors, numerics=sc.sim.numerics, ub_size=prof.ub_bytes,
+    launch = make_launch(shape, lengths, g, tensors, numerics=sc.sim.numerics, ub_size=prof.ub_usable_bytes,
                          aiv_num=prof.aiv_num, buffer_num=sc.kernel.buffer_num)
     meta = {"scenario_name": sc.name, "scenario_hash": sc.scenario_hash(), "hardware": prof.name}
     return run_launch(launch, prof, policy=sc.kernel.policy, fidelity=sc.sim.fidelity, meta=meta,
@@ -82,6 +83,7 @@ def run_launch(launch, prof, *, policy, fidelity, meta=None, progress=None, scen
             progress(started[0], total)
 
     keep_ops = estimated_rows(launch, fidelity) <= OPS_ROW_LIMIT
+    launch.raw_interlock = check_timing_fields(prof, fidelity)
     numbers_apart = fidelity == "phase" and batched_numbers and launch.numerics != "off"
     if fidelity == "phase":
         from cgdr_des.hw.phase import PhaseCompiler
@@ -123,7 +125,7 @@ def simulate_launch(query, key, value, beta, initial_state, actual_seq_lengths, 
 
     prof = load_profile(hardware)
     launch = build_launch(query, key, value, beta, initial_state, actual_seq_lengths, g, scale_value,
-                          numerics=numerics, ub_size=prof.ub_bytes, aiv_num=prof.aiv_num, buffer_num=buffer_num)
+                          numerics=numerics, ub_size=prof.ub_usable_bytes, aiv_num=prof.aiv_num, buffer_num=buffer_num)
     result = run_launch(launch, prof, policy=policy, fidelity=fidelity,
                         meta={"scenario_name": "api", "scenario_hash": "", "hardware": prof.name})
     return OpResult(launch.out, launch.final_state, None, result, launch.tiling)

@@ -106,7 +106,7 @@ def stub(monkeypatch):
 # ---------------------------------------------------------------- scenario files
 
 
-BIG_UB = {"overrides": {"ub_bytes": 1 << 20}}
+BIG_UB = {"overrides": {"ub_bytes": 1 << 20, "ub_usable_bytes": 1 << 20}}  # the tiling sees the usable UB
 SCENARIO_CASES = {
     # shape
     "nk zero": (merged(shape={"nk": 0}), "shape.nk"),

@@ -193,7 +193,7 @@ def test_double_buffer_without_its_host_accounting_is_a_ub_diagnostic():
 def test_dot_fp32_beyond_its_in_place_limit_is_a_diagnostic(fidelity):
     """dk = 528 fits only a larger UB; DotFp32 would then overwrite unread products (seed §6)."""
     data = {"name": "custom", "shape": {"nk": 1, "nv": 1, "dk": 528, "dv": 16},
-            "workload": {"lengths": [8]}, "hardware": {"overrides": {"ub_bytes": 1 << 20}},
+            "workload": {"lengths": [8]}, "hardware": {"overrides": {"ub_bytes": 1 << 20, "ub_usable_bytes": 1 << 20}},
             "sim": {"fidelity": fidelity}}
     with pytest.raises(KernelDiagnostic, match="DotFp32 count dk=528 exceeds its in-place limit of 512"):
         cgdr_des.simulate(Scenario.from_dict(data, check_tiling=False))

@@ -3,7 +3,15 @@
 ``app`` holds the group and the error contract, ``common`` what several commands share.
 """
 
-from cgdr_des.cli import compare, inspect_cmds, run, sweep, tail  # noqa: F401  (each registers its commands)
+from cgdr_des.cli import (  # noqa: F401  (each registers its commands)
+    calibrate,
+    compare,
+    inspect_cmds,
+    run,
+    sensitivity,
+    sweep,
+    tail,
+)
 from cgdr_des.cli.app import main
 
 __all__ = ["main"]

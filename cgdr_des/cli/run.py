@@ -16,11 +16,13 @@ from cgdr_des.cli.options import load_with_overrides, override_options
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="Directory for frames, trace and plots.")
 @click.option("--csv", is_flag=True, help="Also write the frames as CSV.")
+@click.option("--with-range", is_flag=True,
+              help="Also print the makespan interval over the profile's field ranges (see `sensitivity`).")
 @common.force_option
 @common.max_memory_option
 @override_options
-def run(scenario: str, out: Path, csv: bool, force: bool, max_memory: str | None, sets: tuple[str, ...],
-        seed: int | None) -> None:
+def run(scenario: str, out: Path, csv: bool, with_range: bool, force: bool, max_memory: str | None,
+        sets: tuple[str, ...], seed: int | None) -> None:
     """Simulate SCENARIO (a TOML file) and write its results into --out."""
     sc = load_with_overrides(scenario, sets, seed)
     common.check_estimate(sc, max_memory)
@@ -29,4 +31,8 @@ def run(scenario: str, out: Path, csv: bool, force: bool, max_memory: str | None
         result, written = common.run_one(sc, staging, csv, target)
     for line in common.summary_lines(result):
         click.echo(line)
+    if with_range:
+        from cgdr_des.cli.sensitivity import print_range
+
+        print_range(sc, out)
     click.echo(f"outputs    {out}: {', '.join(sorted(p.name for p in written.values()))}")

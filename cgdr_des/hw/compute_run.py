@@ -62,8 +62,23 @@ from collections import deque
 from typing import NamedTuple
 
 from cgdr_des.errors import KernelDiagnostic
-from cgdr_des.hw.costs import scalar_exp_cycles, scalar_kind_cycles, vec_params
+from cgdr_des.hw.costs import exp_work, scalar_kind_cycles, vec_params
 from cgdr_des.hw.profile import Profile
+from cgdr_des.hw.rules import (
+    arrival,
+    barrier,
+    cover,
+    flag_set,
+    flag_wait,
+    hand_over,
+    scalar_exp,
+    scalar_flag_set,
+    scalar_gm,
+    set_while_set,
+    vec_call_scalar,
+    vec_issue,
+    vec_op,
+)
 from cgdr_des.isa import PipeBarrier, Repeat, Scalar, ScalarGm, SetFlag, VecOp, WaitFlag
 
 #: The HardEvents a compute run may use: S sets S_V and V waits it; V sets V_S and S waits it; V_V is V's.
@@ -89,7 +104,9 @@ class ComputeRunTimer:
     def __init__(self, profile: Profile) -> None:
         p = profile
         self.profile = p
-        self.consts = (p.kernel_launch_cycles, p.flag_cycles, p.vec_api_scalar_cycles, p.scalar_dispatch_cycles,
+        # unpacked once per _walk, in this order
+        vec_call = vec_call_scalar(p.vec_api_scalar_cycles, p.vec_call_loop_cycles)
+        self.consts = (p.kernel_launch_cycles, p.flag_cycles, vec_call, p.scalar_dispatch_cycles,
                        p.queue_depth, p.event_ids_per_hard_event, p.flag_double_set == "stall",
                        p.flag_double_set == "diagnostic", vec_params(p), scalar_kind_cycles(p),
                        p.scalar_ub_load_cycles, p.scalar_ub_store_cycles, p.dcache_miss_cycles)
@@ -104,7 +121,7 @@ class ComputeRunTimer:
 
     def scan(self, records: list, start: int, dcache) -> tuple[RunTiming, int]:
         """Time the maximal compute run beginning at ``records[start]``; returns (timing, end index)."""
-        t0 = self.consts[0]
+        t0 = self.profile.kernel_launch_cycles
         st = _State(t0, self.profile.queue_depth, self.profile.event_ids_per_hard_event)
         stop = self._walk(records, start, st, dcache)
         if any(any(pending) for pending, _ in st.flags.values()):
@@ -160,18 +177,16 @@ class ComputeRunTimer:
                     seen.append(hit)
                 if rec.store:
                     n_st += 1
-                    t += gm_st if hit else gm_miss
                 else:
                     n_ld += 1
-                    t += gm_ld if hit else gm_miss
+                t += scalar_gm(hit, rec.store, gm_ld, gm_st, gm_miss)
                 continue
             if typ is VecOp:
                 try:
                     w, cpr, lat = vp[rec.dtype][rec.op]
                 except KeyError:
                     raise KernelDiagnostic(f"VecOp {rec.op!r} / {rec.dtype!r} has no cost") from None
-                n = rec.n
-                iss = (-(-n // w) if n > w else 1) * cpr
+                iss = vec_issue(rec.n, w, cpr)
                 t += api        # the mask set-up before the hand-over
                 code = _VEC
                 n_vec += 1
@@ -191,14 +206,11 @@ class ComputeRunTimer:
                     if ev != "S_V":     # V sets V_S and V_V
                         code = _SET
                     else:               # S sets S_V itself
-                        if stall_policy:
-                            if pend:
-                                raise KernelDiagnostic(f"SetFlag<{ev}>({rid}) waits for a set not waited before it")
-                            if cons[rid] > t:
-                                s_stall += cons[rid] - t
-                                t = cons[rid]
-                        t += f
-                        if diag_double and not pend and t < cons[rid]:
+                        if stall_policy and pend:
+                            raise KernelDiagnostic(f"SetFlag<{ev}>({rid}) waits for a set not waited before it")
+                        t, stall = scalar_flag_set(t, cons[rid], f, stall_policy)
+                        s_stall += stall
+                        if diag_double and not pend and set_while_set(t, cons[rid]):
                             raise KernelDiagnostic(f"SetFlag<{ev}>({rid}) fires while the flag is still set")
                         pend.append(t)
                         continue
@@ -208,14 +220,12 @@ class ComputeRunTimer:
                     if ev != "V_S":     # V waits S_V and V_V
                         code = _WAIT
                     else:               # S waits V_S itself
-                        c = pend.popleft()
-                        if t > c:
-                            c = t
-                        if pend and diag_double and pend[0] < c:
+                        c, free_s = flag_wait(t, pend.popleft(), f)
+                        if pend and diag_double and set_while_set(pend[0], c):
                             raise KernelDiagnostic(f"SetFlag<{ev}>({rid}) fires while the flag is still set")
                         cons[rid] = c
                         s_stall += c - t
-                        t = c + f
+                        t = free_s
                         continue
             elif typ is PipeBarrier and rec.pipe == "V":
                 code = _BAR
@@ -229,49 +239,36 @@ class ComputeRunTimer:
                 stop = start + len(rest) - it.__length_hint__() - 1
                 break
             # hand-over to V (waiting for a queue slot), and V executing the entry
-            tf = ring[0]
-            if tf > t:
-                s_stall += tf - t
-                t = tf
-            t += disp
+            t, stall = hand_over(t, ring[0], disp)
+            s_stall += stall
             n_v += 1
-            a = free if free > t else t
+            a = arrival(free, t)
             if first is None:
                 first = a
             if code == _VEC:
-                end = a + iss + lat
-                free = a + iss
-                if a >= cov:
-                    v_busy += end - a
-                    cov = end
-                elif end > cov:
-                    v_busy += end - cov
-                    cov = end
+                free, end = vec_op(a, iss, lat)
+                added, cov = cover(a, end, cov)
+                v_busy += added
                 ring_append(a)
             elif code == _BAR:
-                end = free = done if done > a else a
+                end = free = barrier(a, done)
                 v_stall += end - a
                 ring_append(end)
             elif code == _SET:     # no double-set check: see the module docstring
-                end = (done if done > a else a) + f
+                free, end = flag_set(a, done, f)
                 pend.append(end)
-                free = a + f
-                if end > cov:
-                    v_busy += end - (end - f if end - f > cov else cov)
-                    cov = end
+                added, cov = cover(end - f, end, cov)
+                v_busy += added
                 ring_append(a)
             else:
-                c = pend.popleft()
-                if a > c:
-                    c = a
-                if pend and diag_double and pend[0] < c:
+                c, end = flag_wait(a, pend.popleft(), f)
+                if pend and diag_double and set_while_set(pend[0], c):
                     raise KernelDiagnostic(f"SetFlag<{ev}>({rid}) fires while the flag is still set")
                 cons[rid] = c
                 v_stall += c - a
-                end = free = c + f
-                if end > cov:
-                    v_busy += end - (c if c > cov else cov)
-                    cov = end
+                free = end
+                added, cov = cover(c, end, cov)
+                v_busy += added
                 ring_append(end)
             if end > done:
                 done = end
@@ -322,14 +319,14 @@ class ComputeRunTimer:
                 st.extrapolate(snap, k - i)
                 i = k
 
-    def _add_scalar_iterations(self, rep: Repeat, i: int, st: _State, snap: tuple, key: tuple, dcache) -> None:
+    def _add_scalar_iterations(self, rep: Repeat, i: int, st: _State, snap: Totals, key: tuple, dcache) -> None:
         """Iterations i.. of a Repeat whose body is scalar work only (the walked one handed V nothing
         and set or waited no flag): S runs them back to back with nothing to wait for, so each takes
         the walked iteration's scalar time but for its own declared costs, ScalarExp cycles and data
         cache hits or misses (the cache is touched for them in order, as their records would)."""
         exp_cycles, hits = key
         walked = rep.gm(i - 1) if rep.gm is not None else ()
-        rest = st.t - snap[0] - self._gm_cycles(walked, hits) - sum(exp_cycles)
+        rest = st.t - snap.t - self._gm_cycles(walked, hits) - sum(exp_cycles)
         t = st.t
         for k in range(i, rep.n):
             t += sum(self._exp_costs(rep, k))
@@ -339,10 +336,10 @@ class ComputeRunTimer:
             t += rest
         left = rep.n - i                    # the counts grow by the walked iteration's; V, flags stay
         st.t = t
-        st.n_ld += (st.n_ld - snap[9]) * left
-        st.n_st += (st.n_st - snap[10]) * left
+        st.n_ld += (st.n_ld - snap.n_ld) * left
+        st.n_st += (st.n_st - snap.n_st) * left
         for kind, n in st.scalar_n.items():
-            st.scalar_n[kind] = n + (n - snap[14].get(kind, 0)) * left
+            st.scalar_n[kind] = n + (n - snap.scalar_n.get(kind, 0)) * left
 
     def _exp_costs(self, rep: Repeat, i: int) -> tuple:
         """The cycles of iteration i's declared ScalarExp calls."""
@@ -350,8 +347,10 @@ class ComputeRunTimer:
 
     def _gm_cycles(self, accesses, hits) -> int:
         """What ScalarGm ``accesses`` ((addr, nbytes, store) each) cost S, given which of them hit."""
-        gm_ld, gm_st, gm_miss = self.consts[10:13]
-        return sum((gm_st if acc[2] else gm_ld) if hit else gm_miss for acc, hit in zip(accesses, hits, strict=True))
+        p = self.profile
+        gm_ld, gm_st, gm_miss = p.scalar_ub_load_cycles, p.scalar_ub_store_cycles, p.dcache_miss_cycles
+        return sum(scalar_gm(hit, store, gm_ld, gm_st, gm_miss)
+                   for (_, _, store), hit in zip(accesses, hits, strict=True))
 
     def _walked_costs(self, rep: Repeat, i: int, seen: list | None) -> tuple | None:
         """The declared costs the walked iteration i met: (ScalarExp cycles, which accesses hit); None
@@ -379,10 +378,31 @@ class ComputeRunTimer:
         return False
 
 
-def _scalar_only(st: _State, snap: tuple, cons: tuple) -> bool:
+def _scalar_only(st: _State, snap: Totals, cons: tuple) -> bool:
     """Whether the iteration since ``snap`` (a totals()) and ``cons`` (a consumes()) was S's alone:
     nothing handed to V, no flag set or consumed."""
-    return st.n_v == snap[12] and st.n_sets == snap[13] and st.consumes() == cons
+    return st.n_v == snap.n_v and st.n_sets == snap.n_sets and st.consumes() == cons
+
+
+class Totals(NamedTuple):
+    """A snapshot of a scan's state (:meth:`_State.totals`): S's clock, V's cycles, the busy and stall
+    totals, the counts and how many entries went to V."""
+
+    t: int
+    free: int
+    done: int
+    cov: int
+    s_stall: int
+    v_busy: int
+    v_stall: int
+    n_vec: int
+    n_bar: int
+    n_ld: int
+    n_st: int
+    first: int | None
+    n_v: int
+    n_sets: dict
+    scalar_n: dict
 
 
 class _State:
@@ -425,10 +445,11 @@ class _State:
     def consumes(self) -> tuple:
         return tuple(tuple(cons) for _, cons in self.flags.values())
 
-    def totals(self) -> tuple:
-        return (*self.scalars(), dict(self.n_sets), dict(self.scalar_n))
+    def totals(self) -> Totals:
+        """A snapshot of the clocks, totals and counts (what :meth:`extrapolate` grows from)."""
+        return Totals(*self.scalars(), dict(self.n_sets), dict(self.scalar_n))
 
-    def extrapolate(self, before: tuple, left: int) -> None:
+    def extrapolate(self, before: Totals, left: int) -> None:
         """Account for ``left`` more iterations, each a copy of the one that took the state from
         ``before`` (a :meth:`totals`) to now, shifted by its duration: every cycle moves on by
         ``left`` durations, every total and count grows by ``left`` iterations' worth. ``done`` moves
@@ -476,7 +497,8 @@ def _exp_cycles(rec, profile: Profile) -> int:
 
 def _arg_cycles(arg: float, profile: Profile) -> int:
     try:
-        return scalar_exp_cycles(arg, profile.scalar_alu_cycles, profile.scalar_div_cycles)
+        alu_ops, div_ops = exp_work(arg)
+        return scalar_exp(alu_ops, div_ops, profile.scalar_alu_cycles, profile.scalar_div_cycles)
     except ValueError as exc:
         raise KernelDiagnostic(f"Scalar exp(arg={arg}): {exc}") from None
 

@@ -31,15 +31,15 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
+from cgdr_des.hw.costs import dma_first_byte_cycles
 from cgdr_des.hw.dcache import DataCache
 from cgdr_des.hw.diagnostics import HwFault, at, flag_name, tag_text
 from cgdr_des.hw.dma import check_dma, dma_numbers
 from cgdr_des.hw.flags import EventIdPool, FlagTable
-from cgdr_des.hw.pipes import DMA, WAIT, PipeState, mte_pipe, vector_pipe
-from cgdr_des.hw.scalar import scalar_unit
+from cgdr_des.hw.pipes import PipeState, mte_pipe, vector_pipe
+from cgdr_des.hw.records import DMA, WAIT, Span
+from cgdr_des.hw.scalar import Block, scalar_unit
 from cgdr_des.hw.tque import UnifiedBuffer
-
-_NO_SPAN = 2**62
 
 
 class Core:
@@ -57,7 +57,7 @@ class Core:
         self.dcache = dcache or DataCache(profile.dcache_line_bytes, profile.dcache_bytes)
         self.pipes = {name: PipeState(name, profile.queue_depth, self.t0) for name in ("V", "MTE2", "MTE3")}
         self.pipe_list = list(self.pipes.values())
-        self.segs: list[list] = []
+        self.spans: list[Span] = []
         self.counts: dict[str, defaultdict] = {}
         #: Macro counts, tallied as (phase counts, the macro's counts, times seen): a replayed Macro
         #: stands for a dozen kinds, added to ``counts`` once at the end (counter) instead of per replay
@@ -75,28 +75,24 @@ class Core:
 
     # ------------------------------------------------------------ called by the automata
 
-    def open_span(self, tag):
-        """Start the span of a Tag (``None``: the records before any Tag); returns (seg, counts)."""
-        if tag is None:
-            seg = ["", -1, -1, -1, -1, _NO_SPAN, -1, 0]
-            phase = ""
-        else:
-            seg = [tag.phase, tag.batch, tag.head, tag.vtile, tag.chunk, _NO_SPAN, -1, 0]
-            phase = tag.phase
-        self.segs.append(seg)
-        counts = self.counts.get(phase)
+    def open_span(self, tag) -> tuple[Span, defaultdict]:
+        """Start the span of a Tag (``None``: the records before any Tag); returns it and the counts
+        of its phase."""
+        span = Span() if tag is None else Span(tag.phase, tag.batch, tag.head, tag.vtile, tag.chunk)
+        self.spans.append(span)
+        counts = self.counts.get(span.phase)
         if counts is None:
-            counts = self.counts[phase] = defaultdict(int)
-        return seg, counts
+            counts = self.counts[span.phase] = defaultdict(int)
+        return span, counts
 
-    def dma_entry(self, rec, idx, seg):
+    def dma_entry(self, rec, idx: int, span: Span):
         """Check a Dma record and return the hand-over fields ``(pipe, code, pre, first_byte, cap)``."""
         try:
             check_dma(rec, self.profile.ub_bytes)
         except HwFault as exc:
-            raise at(self.cid, idx, seg, str(exc)) from None
+            raise at(self.cid, idx, span, str(exc)) from None
         read, first_byte, cap = dma_numbers(self.profile, rec)
-        first_byte *= rec.repeat  # a merged run of DataCopy calls pays each call's first-byte cycles
+        first_byte = dma_first_byte_cycles(self.profile, read, rec.repeat) if rec.repeat > 1 else first_byte
         if read:
             self.gm_read += rec.nbytes
         else:
@@ -184,29 +180,29 @@ class Core:
         return lines
 
 
-def _describe_s(block) -> str:
+def _describe_s(block: Block | None) -> str:
     if block is None:
         return "not finished"
-    kind, obj, idx, seg = block
-    if kind == "flag":
+    obj = block.what
+    if block.kind == "flag":
         what = f"waits in {flag_name('WaitFlag', obj)} for a SetFlag that never comes"
-    elif kind == "set":
+    elif block.kind == "set":
         what = f"waits in {flag_name('SetFlag', obj)} for the previous set to be consumed"
-    elif kind == "room":
+    elif block.kind == "room":
         what = f"waits for a free slot in the full {obj.name} queue ({len(obj.q)} entries)"
     else:
         what = f"waits in PipeBarrier<ALL> for {', '.join(obj)} to drain"
-    return f"{what}, at record #{idx} ({tag_text(seg)})"
+    return f"{what}, at record #{block.idx} ({tag_text(block.span)})"
 
 
 def _describe_head(P: PipeState) -> str:
     e = P.head if P.head is not None else (P.q[0] if P.q else None)
     if e is None:
         return "has work but no head entry"
-    if e[0] == WAIT:
-        what = f"waits in {flag_name('WaitFlag', e[5])} for a SetFlag that never comes"
-    elif e[0] == DMA:
+    if e.code == WAIT:
+        what = f"waits in {flag_name('WaitFlag', e.a)} for a SetFlag that never comes"
+    elif e.code == DMA:
         what = "waits for its DMA to finish (GM bandwidth)"
     else:
         what = "blocked"
-    return f"{what}, at record #{e[4]} ({tag_text(e[3])}); {len(P.q)} entries queued"
+    return f"{what}, at record #{e.idx} ({tag_text(e.span)}); {len(P.q)} entries queued"

@@ -6,8 +6,8 @@ Every function here is a closed form of profile fields, so tests can recompute t
   cycles, then completion ``latency = vec_delay_cycles[op][dtype] + vec_pipe_delay_cycles`` after the
   issue ends. The next V instruction may start when the issue ends (pipelined); behind a
   ``PipeBarrier<V>`` it waits for the completion.
-- Scalar: ``count`` times the per-kind cost; ``exp`` is a ScalarExp call costed from its argument
-  (see :func:`scalar_exp_cycles`).
+- Scalar: ``count`` times the per-kind cost; ``exp`` is a ScalarExp call costed from the ALU and
+  division work it does for its argument (:func:`exp_work`, :func:`.rules.scalar_exp`).
 - DMA: ``latency + overhead`` cycles before the first byte (no bandwidth used), then the bytes at the
   rate the GM bus grants, at most the per-core peak, times ``dma_unaligned_efficiency`` when the GM
   address is not ``dma_aligned_bytes``-aligned.
@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import math
 
+from cgdr_des.errors import InputError
 from cgdr_des.hw.profile import Profile
+from cgdr_des.hw.rules import dma_first_byte
 
 # ScalarExp (kernel source chunk_gated_delta_rule.h:263-284): op counts per part of the routine.
 # abs/compare/select and the three initialisations; per halving: compare, multiply, increment;
@@ -41,11 +43,6 @@ def vec_params(profile: Profile) -> dict[str, dict[str, tuple[int, int, int]]]:
     return out
 
 
-def vec_issue_cycles(n: int, width: int, cycles_per_repeat: int) -> int:
-    """Cycles the V pipe spends issuing one instruction over ``n`` elements."""
-    return max(1, -(-n // width)) * cycles_per_repeat
-
-
 def exp_halvings(arg: float) -> int:
     """How many times ScalarExp halves ``|arg|`` before it is <= 1 (the kernel's while loop)."""
     if math.isinf(arg):
@@ -57,13 +54,13 @@ def exp_halvings(arg: float) -> int:
     return k
 
 
-def scalar_exp_cycles(arg: float, alu: int, div: int) -> int:
-    """Cycles of one ScalarExp(arg) on the scalar unit."""
+def exp_work(arg: float) -> tuple[int, int]:
+    """``(ALU operations, divisions)`` of one ScalarExp(arg)."""
     k = exp_halvings(arg)
     n_alu = (EXP_FIXED_ALU + EXP_ALU_PER_HALVING * k + EXP_ALU_PER_TERM * EXP_TAYLOR_TERMS
              + EXP_ALU_PER_SQUARING * k)
     n_div = EXP_DIV_PER_TERM * EXP_TAYLOR_TERMS + (1 if arg < 0 else 0)
-    return n_alu * alu + n_div * div
+    return n_alu, n_div
 
 
 def scalar_kind_cycles(profile: Profile) -> dict[str, int]:
@@ -72,11 +69,14 @@ def scalar_kind_cycles(profile: Profile) -> dict[str, int]:
             "ub_store": profile.scalar_ub_store_cycles, "div": profile.scalar_div_cycles}
 
 
-def dma_first_byte_cycles(profile: Profile, read: bool) -> int:
-    """Cycles from a DMA's start on its pipe to its first byte: latency plus fixed overhead."""
+def dma_first_byte_cycles(profile: Profile, read: bool, calls: int = 1) -> int:
+    """Cycles from a DMA's start on its pipe to its first byte, for a run of ``calls`` DataCopy
+    calls with ``dma_outstanding`` of them in flight at once (:func:`.rules.dma_first_byte`)."""
     if read:
-        return profile.dma_read_latency_cycles + profile.dma_read_overhead_cycles
-    return profile.dma_write_latency_cycles + profile.dma_write_overhead_cycles
+        return dma_first_byte(profile.dma_read_latency_cycles, profile.dma_read_overhead_cycles, calls,
+                              profile.dma_outstanding)
+    return dma_first_byte(profile.dma_write_latency_cycles, profile.dma_write_overhead_cycles, calls,
+                          profile.dma_outstanding)
 
 
 def dma_rate_cap(profile: Profile, read: bool, gm_addr: int) -> float:
@@ -85,3 +85,15 @@ def dma_rate_cap(profile: Profile, read: bool, gm_addr: int) -> float:
     if gm_addr % profile.dma_aligned_bytes:
         return peak * profile.dma_unaligned_efficiency
     return peak
+
+
+def check_timing_fields(profile: Profile, fidelity: str) -> bool:
+    """Refuse a field the chosen fidelity cannot honour; return the launch's ``raw_interlock``.
+
+    ``dma_outstanding`` acts on the merged DataCopy runs of ``phase`` fidelity (one record per run);
+    ``instr`` fidelity issues each call as its own record, which this model does not overlap."""
+    if fidelity == "instr" and profile.dma_outstanding != 1:
+        raise InputError("hardware.overrides.dma_outstanding", profile.dma_outstanding,
+                         "1 at instr fidelity (overlapping first bytes are modelled on phase fidelity's "
+                         "merged DataCopy runs only)")
+    return profile.raw_interlock

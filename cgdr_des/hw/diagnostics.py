@@ -17,16 +17,16 @@ class HwFault(Exception):
     """A diagnostic whose program location is added by the caller (internal to ``hw``)."""
 
 
-def tag_text(seg) -> str:
-    """``P4a_DotFp32 b=0 h=1 vt=-1 c=2`` for a span accumulator ``[phase, b, h, vt, c, ...]``."""
-    if seg is None or not seg[0]:
+def tag_text(span) -> str:
+    """``tag P4a_DotFp32 b=0 h=1 vt=-1 c=2`` for a :class:`~cgdr_des.hw.records.Span`."""
+    if span is None or not span.phase:
         return "before any Tag"
-    return f"tag {seg[0]} b={seg[1]} h={seg[2]} vt={seg[3]} c={seg[4]}"
+    return f"tag {span.phase} b={span.batch} h={span.head} vt={span.vtile} c={span.chunk}"
 
 
-def at(core: int, idx: int, seg, msg: str) -> KernelDiagnostic:
-    """A KernelDiagnostic for ``msg`` located at record ``idx`` of ``core``."""
-    return KernelDiagnostic(f"{msg} [core {core}, record #{idx} ({tag_text(seg)})]")
+def at(core: int, idx: int, span, msg: str) -> KernelDiagnostic:
+    """A KernelDiagnostic for ``msg`` located at record ``idx`` of ``core`` (in ``span``)."""
+    return KernelDiagnostic(f"{msg} [core {core}, record #{idx} ({tag_text(span)})]")
 
 
 def flag_name(instr: str, flag) -> str:

@@ -22,6 +22,7 @@ import gc
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 import numpy as np
 import simpy
@@ -131,19 +132,24 @@ class Machine:
                           gm_bytes_written=sum(c.gm_written for c in cores), profile=self.profile)
 
 
+#: how each span column is read from a :class:`~cgdr_des.hw.records.Span`
+_SPAN_FIELD = {name: attrgetter("n" if name == "n_ops" else name) for name in SPAN_COLUMNS[2:]}
+
+
 def _span_columns(cores: list[Core]) -> dict:
     """Every core's spans as one numpy column per SPAN_COLUMNS name (phase as str objects), built core
     by core while freeing the mutable segments: a million-token run has millions of spans and
     cannot afford them as lists, tuples and frame at once."""
     cols: dict[str, list] = {name: [] for name in SPAN_COLUMNS}
     for c in cores:
-        segs = [s for s in c.segs if s[7]]
-        cols["core"].append(np.full(len(segs), c.cid, dtype=np.int64))
-        cols["phase"].append(np.array([s[0] for s in segs], dtype=object))
-        for i, name in enumerate(SPAN_COLUMNS[2:], start=1):
-            cols[name].append(np.fromiter((s[i] for s in segs), dtype=np.int64, count=len(segs)))
-        del segs
-        c.segs.clear()
+        spans = [s for s in c.spans if s.n]
+        cols["core"].append(np.full(len(spans), c.cid, dtype=np.int64))
+        cols["phase"].append(np.array([s.phase for s in spans], dtype=object))
+        for name in SPAN_COLUMNS[2:]:
+            get = _SPAN_FIELD[name]
+            cols[name].append(np.fromiter(map(get, spans), dtype=np.int64, count=len(spans)))
+        del spans
+        c.spans.clear()
     return {name: np.concatenate(parts) if parts else np.zeros(0, np.int64) for name, parts in cols.items()}
 
 

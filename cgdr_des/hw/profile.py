@@ -11,6 +11,8 @@ A profile is a TOML file in ``cgdr_des/hw/profiles/`` (or any path). Layout::
     value = 1060
     source = "MSOPPROF sim_defs.h CLOCK_SPEED_SERIES_MAP (notes/hardware.md row 52)"
     confidence = "M"          # H: official or hard-coded by Huawei; M: fitted/approximate; L: estimate
+    range = [960, 1060]       # optional (with range_reason): plausible values, see cgdr_des.hw.ranges
+    range_reason = "..."
 
 Every field of :class:`Profile` must appear exactly once; unknown fields are errors. Units are in the
 field names: ``*_cycles`` are core clock cycles, ``*_bytes`` bytes, ``*_per_cycle`` bytes per cycle,
@@ -30,6 +32,7 @@ from importlib import resources
 from pathlib import Path
 
 from cgdr_des.errors import InputError
+from cgdr_des.hw.ranges import ParamRange, parse_range
 
 CONFIDENCES = ("H", "M", "L")
 FLAG_DOUBLE_SET_POLICIES = ("diagnostic", "counter", "stall")
@@ -81,7 +84,7 @@ class Profile:
     aiv_num: int                      # vector cores GetCoreNumAiv() reports
     clock_mhz: float                  # one clock for scalar, vector and MTE
     ub_bytes: int                     # GetCoreMemSize(UB): what InitBuffer carves against
-    ub_usable_bytes: int              # informational: below the API scratch area
+    ub_usable_bytes: int              # what the host tiling sees (GetCoreMemSize(UB) less reserves)
     ub_align_bytes: int               # InitBuffer rounds each buffer up to this
     kernel_launch_cycles: int         # every core's scalar unit starts at this cycle
     # pipes and synchronisation
@@ -95,7 +98,9 @@ class Profile:
     vec_cycles_per_repeat: FrozenMap  # op -> cycles per repeat (WholeReduceSum 7)
     vec_delay_cycles: FrozenMap       # op -> dtype -> op-specific completion delay
     vec_pipe_delay_cycles: int        # added to every vector completion
+    raw_interlock: bool               # DotFp32's WholeReduceSum waits for its Mul (as behind PipeBarrier<V>)
     vec_api_scalar_cycles: int        # scalar mask set-up of a count-form vector call
+    vec_call_loop_cycles: int         # scalar loop/address work around each vector call
     # scalar unit
     scalar_dispatch_cycles: int       # scalar cycles to hand one instruction to a pipe queue
     scalar_alu_cycles: int
@@ -115,8 +120,10 @@ class Profile:
     dma_write_peak_per_cycle: float   # one core's MTE3 bytes/cycle
     dma_aligned_bytes: int            # GM addresses aligned to this move at full rate
     dma_unaligned_efficiency: float   # rate factor otherwise
+    dma_outstanding: int              # calls of a back-to-back DataCopy run waiting for first byte at once
     gm_bandwidth_gbps: float          # chip GM bandwidth shared by every core's DMAs
     sources: FrozenMap = field(default_factory=lambda: FrozenMap({}), compare=False, repr=False)
+    ranges: FrozenMap = field(default_factory=lambda: FrozenMap({}), compare=False, repr=False)
 
     @property
     def gm_bytes_per_cycle(self) -> float:
@@ -135,7 +142,7 @@ class Profile:
         return self.vec_delay_cycles[op][dtype] + self.vec_pipe_delay_cycles
 
 
-_META = ("name", "chip", "description", "sources")
+_META = ("name", "chip", "description", "sources", "ranges")
 FIELD_NAMES = tuple(f.name for f in fields(Profile) if f.name not in _META)
 
 
@@ -195,6 +202,12 @@ def _ids(v) -> tuple:
     return tuple(v)
 
 
+def _bool(v) -> bool:
+    if not isinstance(v, bool):
+        raise ValueError("true or false")
+    return v
+
+
 def _policy(v) -> str:
     if v not in FLAG_DOUBLE_SET_POLICIES:
         raise ValueError(f"one of {', '.join(FLAG_DOUBLE_SET_POLICIES)}")
@@ -226,8 +239,9 @@ _VALIDATORS = {
     "queue_depth": _bounded_int(1, MAX_QUEUE_DEPTH), "event_ids_per_hard_event": _bounded_int(1, MAX_EVENT_IDS),
     "event_ids_reserved": _ids, "flag_cycles": _int, "flag_double_set": _policy,
     "vec_width": _op_table(_bounded_int(1, MAX_ELEMENTS), True), "vec_cycles_per_repeat": _op_table(_pos_int, False),
-    "vec_delay_cycles": _op_table(_int, True), "vec_pipe_delay_cycles": _int,
-    "vec_api_scalar_cycles": _int, "scalar_dispatch_cycles": _int, "scalar_alu_cycles": _int,
+    "vec_delay_cycles": _op_table(_int, True), "vec_pipe_delay_cycles": _int, "raw_interlock": _bool,
+    "vec_api_scalar_cycles": _int, "vec_call_loop_cycles": _int,
+    "dma_outstanding": _bounded_int(1, MAX_QUEUE_DEPTH), "scalar_dispatch_cycles": _int, "scalar_alu_cycles": _int,
     "scalar_ub_load_cycles": _int, "scalar_ub_store_cycles": _int, "scalar_div_cycles": _int,
     "tpipe_call_cycles": _int, "dcache_line_bytes": _bounded_int(1, 4096),
     "dcache_bytes": _bounded_int(1, MAX_UB_BYTES), "dcache_miss_cycles": _int,
@@ -238,6 +252,8 @@ _VALIDATORS = {
     "gm_bandwidth_gbps": _float_in(MIN_GBPS, MAX_GBPS),
 }
 assert set(_VALIDATORS) == set(FIELD_NAMES), "every Profile field needs a validator"
+_ENTRY_CHECK = {"vec_width": _pos_int, "vec_cycles_per_repeat": _pos_int, "vec_delay_cycles": _int}
+_KEYS, _RANGE_KEYS = {"value", "source", "confidence"}, {"range", "range_reason"}
 
 
 def _validate(name: str, value, where: str):
@@ -298,17 +314,21 @@ def _parse_fields(doc: dict, where: str) -> tuple[dict, dict]:
     unknown = sorted(set(table) - set(FIELD_NAMES))
     if unknown:
         raise InputError(f"{where}.fields", unknown[0], f"a profile field ({', '.join(FIELD_NAMES)})")
-    values, sources = {}, {}
+    values, sources, ranges = {}, {}, {}
     for name in FIELD_NAMES:
         entry = table.get(name)
-        if not isinstance(entry, dict) or set(entry) != {"value", "source", "confidence"}:
-            raise InputError(f"{where}.fields.{name}", entry, "a table with value, source, confidence")
+        if not isinstance(entry, dict) or not _KEYS <= set(entry) <= _KEYS | _RANGE_KEYS:
+            raise InputError(f"{where}.fields.{name}", entry, "a table with value, source, confidence "
+                             "(and optionally range, range_reason)")
         if entry["confidence"] not in CONFIDENCES or not str(entry["source"]).strip():
             raise InputError(f"{where}.fields.{name}.confidence", entry["confidence"],
                              "H, M or L with a non-empty source")
         values[name] = _validate(name, entry["value"], f"{where}.fields")
         sources[name] = FrozenMap({"source": entry["source"], "confidence": entry["confidence"]})
-    return values, sources
+        for r in parse_range(name, entry, values[name], _ENTRY_CHECK.get(name, _VALIDATORS[name]),
+                             f"{where}.fields.{name}"):
+            ranges[r.name] = r
+    return values, sources, ranges
 
 
 def load_profile(name_or_path: str | Path = "atlas-300i-duo", overrides: Mapping | None = None) -> Profile:
@@ -319,7 +339,7 @@ def load_profile(name_or_path: str | Path = "atlas-300i-duo", overrides: Mapping
     """
     doc, where = _read(name_or_path)
     meta = doc.get("profile", {})
-    values, sources = _parse_fields(doc, where)
+    values, sources, ranges = _parse_fields(doc, where)
     for name, value in (overrides or {}).items():
         if name not in FIELD_NAMES:
             raise InputError(f"overrides.{name}", value, f"a profile field ({', '.join(FIELD_NAMES)})")
@@ -327,7 +347,8 @@ def load_profile(name_or_path: str | Path = "atlas-300i-duo", overrides: Mapping
         sources[name] = FrozenMap({"source": "override", "confidence": "override"})
     _check_consistency(values, where)
     return Profile(name=str(meta.get("name", where)), chip=str(meta.get("chip", "")),
-                   description=str(meta.get("description", "")), sources=FrozenMap(sources), **values)
+                   description=str(meta.get("description", "")), sources=FrozenMap(sources),
+                   ranges=FrozenMap(ranges), **values)
 
 
 def with_overrides(profile: Profile, overrides: Mapping) -> Profile:
@@ -343,4 +364,4 @@ def with_overrides(profile: Profile, overrides: Mapping) -> Profile:
     return new
 
 
-__all__ = ["Profile", "FrozenMap", "load_profile", "list_profiles", "with_overrides", "FIELD_NAMES"]
+__all__ = ["Profile", "FrozenMap", "ParamRange", "load_profile", "list_profiles", "with_overrides", "FIELD_NAMES"]

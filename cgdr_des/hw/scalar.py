@@ -3,27 +3,42 @@
 It pulls each record from the program exactly once, in order (the kernel computes outputs as a side
 effect of generating them), and either executes it itself or hands it to a pipe queue:
 
-- itself: ``Scalar`` (count x per-kind cycles; ``exp`` costed from its argument), ``ScalarGm``
-  (through the data cache), ``Tag`` (0 cycles: opens a new span), SetFlag with source S (fires
-  ``flag_cycles`` later), WaitFlag with destination S (the scalar unit stalls until the flag's set is
-  recorded and reached), ``PipeBarrier<ALL>`` (stalls until V, MTE2 and MTE3 have drained),
-  TPipe/TQue bookkeeping and event ids (``tpipe_call_cycles`` each);
+- itself: ``Scalar`` (count x per-kind cycles; ``exp`` from the ALU and division work the record
+  declares, :func:`~cgdr_des.hw.rules.scalar_exp`), ``ScalarGm`` (through the data cache,
+  :func:`~cgdr_des.hw.rules.scalar_gm`), ``Tag`` (0 cycles: opens a new span), SetFlag with
+  source S (:func:`~cgdr_des.hw.rules.scalar_flag_set`), WaitFlag with destination S (stalls until
+  the flag's set is recorded, then :func:`~cgdr_des.hw.rules.flag_wait`), ``PipeBarrier<ALL>``
+  (stalls until V, MTE2 and MTE3 have drained, :func:`~cgdr_des.hw.rules.barrier`), TPipe/TQue
+  bookkeeping and event ids (``tpipe_call_cycles`` each);
 - to a pipe: ``VecOp`` (after ``vec_api_scalar_cycles`` of mask set-up) -> V; ``Dma`` -> MTE2/MTE3;
   ``Macro`` (``phase`` fidelity): its V part -> V, then the scalar unit is busy ``s_cycles``;
   SetFlag -> its source pipe; WaitFlag -> its destination pipe; ``PipeBarrier<X>`` -> X; the flags
-  a TQue call inserts -> their pipes. Handing over costs ``scalar_dispatch_cycles``. When the queue
-  already holds ``queue_depth`` entries that have not started by the scalar unit's cycle, it stalls
-  until the oldest starts (the ring of dequeue cycles tells when).
+  a TQue call inserts -> their pipes. Each hand-over is :func:`~cgdr_des.hw.rules.hand_over`: when
+  the queue already holds ``queue_depth`` entries that have not started, the scalar unit stalls until
+  the oldest starts (the ring of dequeue cycles tells when).
 
 The scalar unit is sequential, so ``busy + stall`` is exactly its last cycle minus the launch cycle.
 """
 
 from __future__ import annotations
 
-from cgdr_des.hw.costs import scalar_exp_cycles
+from typing import NamedTuple
+
+from cgdr_des.hw.costs import exp_work
 from cgdr_des.hw.diagnostics import HwFault, at
 from cgdr_des.hw.flags import double_set_message
-from cgdr_des.hw.pipes import BAR, MAC, SET, VEC, WAIT
+from cgdr_des.hw.records import BAR, MAC, SET, VEC, WAIT, Entry, Span, new_entry
+from cgdr_des.hw.rules import (
+    barrier,
+    flag_wait,
+    hand_over,
+    scalar_exp,
+    scalar_flag_set,
+    scalar_gm,
+    set_while_set,
+    vec_call_scalar,
+    vec_issue,
+)
 from cgdr_des.isa import (
     BARRIER_PIPES,
     HARD_EVENTS,
@@ -52,357 +67,311 @@ from cgdr_des.isa import (
 )
 
 SCALAR_KEY = {k: "scalar_" + k for k in SCALAR_KINDS}
-# event -> (source pipe, destination pipe, count key of SetFlag, of WaitFlag, op of SetFlag, of WaitFlag)
-EVENTS = {ev: (*event_pipes(ev), "set_" + ev, "wait_" + ev, "SetFlag:" + ev, "WaitFlag:" + ev)
+
+
+class EventInfo(NamedTuple):
+    """What the scalar unit needs to know of one HardEvent."""
+
+    src: str        # the pipe that sets it
+    dst: str        # the pipe that waits on it
+    set_key: str    # count key of its SetFlag
+    wait_key: str   # count key of its WaitFlag
+    set_op: str     # ops label of its SetFlag
+    wait_op: str    # ops label of its WaitFlag
+
+
+EVENTS = {ev: EventInfo(*event_pipes(ev), "set_" + ev, "wait_" + ev, "SetFlag:" + ev, "WaitFlag:" + ev)
           for ev in HARD_EVENTS}
 _QUEUE_TYPES = (AllocTensor, EnQue, DeQue, FreeTensor)
 
 
-def scalar_unit(core, program):
-    """The scalar-unit automaton.
+class Block(NamedTuple):
+    """What the scalar unit waits for (diagnostics of a deadlock): ``kind`` is ``flag`` (a WaitFlag's
+    set), ``set`` (a set's previous consume), ``room`` (a free queue slot) or ``drain``."""
 
-    This loop runs once per record of the whole program, so it keeps its state in locals and
-    handles the frequent records inline; a record that hands an instruction to a pipe falls through
-    to the shared hand-over at the bottom with ``P`` (pipe), ``code``, ``pre`` (scalar cycles before
-    the hand-over) and the entry fields ``ea``/``eb``. The V queue's push count lives in the local
-    ``nv`` (synchronised with ``V.n_push`` around the rare paths that push elsewhere).
-    """
-    prof = core.profile
-    f, api, disp, depth = prof.flag_cycles, prof.vec_api_scalar_cycles, prof.scalar_dispatch_cycles, prof.queue_depth
-    diag_double, stall_policy = prof.flag_double_set == "diagnostic", prof.flag_double_set == "stall"
-    vp, kc, keep, cid = core.vec_params, core.scalar_costs, core.keep_ops, core.cid
-    rows_append, ready_append = core.rows.append, core.ready.append
-    pipes, flags, dcache, pool, tpc = core.pipes, core.flags.table, core.dcache, core.pool, prof.tpipe_call_cycles
-    macs = core.macro_counts
-    V, me = pipes["V"], core.s_gen
-    vq_append, vring, vgen, nv = V.q.append, V.ring, V.gen, 0
-    gm_ld, gm_st, gm_miss = prof.scalar_ub_load_cycles, prof.scalar_ub_store_cycles, prof.dcache_miss_cycles
-    t, stall, idx = core.t0, 0, -1
-    seg, cnt = core.open_span(None)
-    for rec in program:
-        idx += 1
-        typ = type(rec)
-        if typ is Scalar:
-            k = rec.kind
-            c = kc.get(k)
-            if c is not None:
-                c *= rec.count
-            else:
-                c = _exp_cycles(core, rec, idx, seg)
-            if c < 0:
-                raise at(cid, idx, seg, f"Scalar count {rec.count!r} is negative")
-            cnt[SCALAR_KEY[k]] += rec.count
-            if keep:
-                rows_append((cid, "S", k, seg[0], seg[1], seg[2], seg[3], seg[4], t, t + c, rec.count, 0))
-            if t < seg[5]:
-                seg[5] = t
-            t += c
-            if t > seg[6]:
-                seg[6] = t
-            seg[7] += 1
-            continue
-        if typ is VecOp:
-            cnt["vec"] += 1
-            try:
-                w, cpr, lat = vp[rec.dtype][rec.op]
-            except KeyError:
-                raise at(cid, idx, seg, f"VecOp {rec.op!r} / {rec.dtype!r} has no cost in profile "
-                         f"{prof.name} (ops: {', '.join(prof.vec_width)}; dtypes fp32, fp16)") from None
-            n = rec.n
-            P = V
-            code = VEC
-            pre = api
-            ea = (-(-n // w) if n > w else 1) * cpr
-            eb = lat
-        elif typ is SetFlag or typ is WaitFlag:
-            ev, rid = rec.event, rec.id
-            if type(rid) is EventHandle:
-                rid = rid.id
-            try:
-                fl = flags[ev][rid]
-                if rid < 0:
-                    raise IndexError
-            except (KeyError, IndexError, TypeError):
-                fl = _flag(core, ev, rid, idx, seg)
-            info, op = EVENTS[ev], None
-            if typ is WaitFlag:
-                cnt[info[3]] += 1
-                if info[1] != "S":
-                    P, code, pre, ea, eb = pipes[info[1]], WAIT, 0, fl, None
-                else:
-                    t0, sets = t, fl.sets
-                    while not sets:
-                        fl.waiter, core.s_block = me, ("flag", fl, idx, seg)
-                        yield
-                    c = sets.popleft()
-                    if t > c:
-                        c = t
-                    if sets and diag_double and sets[0] < c:
-                        raise at(cid, idx, seg, double_set_message(fl, sets[0], c) + " (seen at this WaitFlag)")
-                    fl.last_consume = c
-                    stall += c - t
-                    t, op = c + f, info[5]
-            else:
-                cnt[info[2]] += 1
-                if info[0] != "S":
-                    P, code, pre, ea, eb = pipes[info[0]], SET, 0, fl, None
-                else:
-                    t0 = t
-                    while stall_policy and fl.sets:
-                        fl.set_waiter, core.s_block = me, ("set", fl, idx, seg)
-                        yield
-                    if stall_policy and fl.last_consume > t:
-                        stall, t = stall + fl.last_consume - t, fl.last_consume
-                    t += f
-                    if diag_double and not fl.sets and t < fl.last_consume:
-                        raise at(cid, idx, seg, double_set_message(fl, t, fl.last_consume))
-                    fl.sets.append(t)
-                    if fl.waiter is not None:
-                        ready_append(fl.waiter)
-                        fl.waiter = None
-                    op = info[4]
-            if op is not None:  # the scalar unit did it itself (an S-side set or wait) from t0 to t
-                if keep:
-                    rows_append((cid, "S", op, seg[0], seg[1], seg[2], seg[3], seg[4], t0, t, fl.id, 0))
-                if t0 < seg[5]:
-                    seg[5] = t0
-                if t > seg[6]:
-                    seg[6] = t
-                seg[7] += 1
-                continue
-        elif typ is PipeBarrier:
-            pname = rec.pipe
-            if pname == "V":
-                cnt["barrier_V"] += 1
-                P, code, pre, ea, eb = V, BAR, 0, None, None
-            else:
-                V.n_push = nv
-                t, stall = yield from _other_barrier(core, rec, idx, seg, t, stall, cnt)
-                continue
-        elif typ is Tag:
-            seg, cnt = core.open_span(rec)
-            cnt["Tag"] += 1
-            continue
-        elif typ is ScalarGm:
-            store = rec.store
-            cnt["scalar_gm_store" if store else "scalar_gm_load"] += 1
-            c = (gm_st if store else gm_ld) if dcache.access(rec.addr, rec.nbytes) else gm_miss
-            if keep:
-                rows_append((cid, "S", "gm_store" if store else "gm_load", seg[0], seg[1], seg[2], seg[3],
-                             seg[4], t, t + c, 1, rec.nbytes))
-            _span(seg, t, t + c)
-            t += c
-            continue
-        elif typ is Dma:
-            cnt["dma_" + rec.pipe] += rec.repeat
-            P, code, pre, ea, eb = core.dma_entry(rec, idx, seg)
-        elif isinstance(rec, Macro):
-            # A Macro (``phase`` fidelity), inline as it is every third record of a replay: its V part
-            # enters the V queue (waiting for a slot like any instruction) to start ``v_start`` after
-            # the scalar unit's cycle; the scalar unit is then busy ``s_cycles`` (of which ``s_stall``
-            # count as stall for a TimedMacro). Its counts stand for the records it replaced.
-            key = (id(cnt), id(rec.counts))     # tallied per phase; core.counter() adds them up
-            tally = macs.get(key)
-            if tally is None:
-                macs[key] = [cnt, rec.counts, 1]
-            else:
-                tally[2] += 1
-            vs, ve = rec.v_start, rec.v_end
-            if ve > vs:
-                n = nv
-                if n >= depth:
-                    while n - V.n_deq >= depth:
-                        V.s_waiting, core.s_block = True, ("room", V, idx, seg)
-                        yield
-                    tf = vring[n % depth]
-                    if tf > t:
-                        stall += tf - t
-                        t = tf
-                vq_append((MAC, t + vs, rec, seg, idx, vs, ve - vs))
-                nv = n + 1
-                if V.idle:
-                    V.idle = False
-                    ready_append(vgen)
-            t0 = t
-            t += rec.s_cycles
-            stall += getattr(rec, "s_stall", 0)
-            if keep:
-                rows_append((cid, "S", "Macro:" + rec.name, seg[0], seg[1], seg[2], seg[3], seg[4], t0, t, 0, 0))
-            _span(seg, t0, t)
-            continue
-        elif typ is FetchEventID:  # inline: one per DMA idiom, and it never waits
-            cnt["FetchEventID"] += 1
-            try:
-                rec.handle.id = pool.fetch(rec.event)
-            except HwFault as exc:
-                raise at(cid, idx, seg, str(exc)) from None
-            t0 = t
-            t += tpc
-            if keep:
-                rows_append((cid, "S", "FetchEventID:" + rec.event, seg[0], seg[1], seg[2], seg[3], seg[4], t0, t,
-                             0, 0))
-            _span(seg, t0, t)
-            continue
-        else:
-            cnt[record_kind(rec)] += 1
-            V.n_push = nv
-            t, stall = yield from _tpipe_record(core, rec, idx, seg, t, stall)
-            nv = V.n_push
-            continue
-        # hand-over to pipe P: wait for a free slot (the entry ``depth`` places back must have started)
-        if P is V:
-            n = nv
-            if n >= depth:
-                while n - V.n_deq >= depth:
-                    V.s_waiting, core.s_block = True, ("room", V, idx, seg)
-                    yield
-                t += pre
-                tf = vring[n % depth]
-                if tf > t:
-                    stall += tf - t
-                    t = tf
-            else:
-                t += pre
-            t += disp
-            vq_append((code, t, rec, seg, idx, ea, eb))
-            nv = n + 1
-            if V.idle:
-                V.idle = False
-                ready_append(vgen)
-            continue
+    kind: str
+    what: object
+    idx: int
+    span: Span
+
+
+class ScalarUnit:
+    """The scalar unit's clock and totals, and how it executes each kind of record."""
+
+    __slots__ = ("core", "prof", "t", "stall", "idx", "span", "cnt", "V", "kc", "vp", "keep", "rows_append",
+                 "me")
+
+    def __init__(self, core) -> None:
+        self.core, self.prof = core, core.profile
+        self.t, self.stall, self.idx = core.t0, 0, -1
+        self.span, self.cnt = core.open_span(None)
+        self.V, self.kc, self.vp = core.pipes["V"], core.scalar_costs, core.vec_params
+        self.keep, self.rows_append, self.me = core.keep_ops, core.rows.append, None
+
+    def fail(self, msg: str):
+        return at(self.core.cid, self.idx, self.span, msg)
+
+    def did(self, op: str, t0: int, t1: int, elements: int = 0, nbytes: int = 0) -> None:
+        """The scalar unit did ``op`` itself from ``t0`` to ``t1``."""
+        if self.keep:
+            self.rows_append(self.span.row(self.core.cid, "S", op, t0, t1, elements, nbytes))
+        self.span.add(t0, t1)
+
+    # ---------------------------------------------------------------- records it executes itself
+
+    def scalar(self, rec: Scalar) -> None:
+        c = self.kc.get(rec.kind)
+        c = c * rec.count if c is not None else self._exp_cycles(rec)
+        if c < 0:
+            raise self.fail(f"Scalar count {rec.count!r} is negative")
+        self.cnt[SCALAR_KEY[rec.kind]] += rec.count
+        t = self.t
+        self.t = t + c
+        self.did(rec.kind, t, t + c, rec.count)
+
+    def scalar_gm(self, rec: ScalarGm) -> None:
+        p, store = self.prof, rec.store
+        self.cnt["scalar_gm_store" if store else "scalar_gm_load"] += 1
+        hit = self.core.dcache.access(rec.addr, rec.nbytes)
+        c = scalar_gm(hit, store, p.scalar_ub_load_cycles, p.scalar_ub_store_cycles, p.dcache_miss_cycles)
+        t = self.t
+        self.t = t + c
+        self.did("gm_store" if store else "gm_load", t, t + c, 1, rec.nbytes)
+
+    def _exp_cycles(self, rec: Scalar) -> int:
+        if rec.kind != "exp":
+            raise self.fail(f"Scalar kind {rec.kind!r} not one of {', '.join(SCALAR_KINDS)}")
+        p = self.prof
+        try:
+            alu_ops, div_ops = exp_work(rec.arg)
+        except ValueError as exc:
+            raise self.fail(f"Scalar exp(arg={rec.arg}): {exc}") from None
+        return rec.count * scalar_exp(alu_ops, div_ops, p.scalar_alu_cycles, p.scalar_div_cycles)
+
+    def wait_flag(self, fl) -> None:
+        """WaitFlag with destination S, its set recorded: consume it."""
+        t, sets = self.t, fl.sets
+        c, self.t = flag_wait(t, sets.popleft(), self.prof.flag_cycles)
+        if sets and self.prof.flag_double_set == "diagnostic" and set_while_set(sets[0], c):
+            raise self.fail(double_set_message(fl, sets[0], c) + " (seen at this WaitFlag)")
+        fl.last_consume = c
+        self.stall += c - t
+        self.did(EVENTS[fl.event].wait_op, t, self.t, fl.id)
+
+    def set_flag(self, fl) -> None:
+        """SetFlag with source S (under ``stall``, the previous set already consumed)."""
+        p, t = self.prof, self.t
+        fire, stall = scalar_flag_set(t, fl.last_consume, p.flag_cycles, p.flag_double_set == "stall")
+        if p.flag_double_set == "diagnostic" and not fl.sets and set_while_set(fire, fl.last_consume):
+            raise self.fail(double_set_message(fl, fire, fl.last_consume))
+        self.stall += stall
+        self.t = fire
+        fl.sets.append(fire)
+        if fl.waiter is not None:
+            self.core.ready.append(fl.waiter)
+            fl.waiter = None
+        self.did(EVENTS[fl.event].set_op, t, fire, fl.id)
+
+    # ---------------------------------------------------------------- records it hands to a pipe
+
+    def vec(self, rec: VecOp) -> tuple[int, int]:
+        """Count a VecOp; returns its (issue, latency) cycles on V."""
+        self.cnt["vec"] += 1
+        try:
+            width, cycles_per_repeat, latency = self.vp[rec.dtype][rec.op]
+        except KeyError:
+            raise self.fail(f"VecOp {rec.op!r} / {rec.dtype!r} has no cost in profile {self.prof.name} "
+                            f"(ops: {', '.join(self.prof.vec_width)}; dtypes fp32, fp16)") from None
+        return vec_issue(rec.n, width, cycles_per_repeat), latency
+
+    def push(self, P, code: int, rec, a, b, dispatch: int) -> None:
+        """Hand an entry to ``P`` (which has room): the slot's dequeue cycle, then ``dispatch``."""
         n = P.n_push
-        if n >= depth:
-            while n - P.n_deq >= depth:
-                P.s_waiting, core.s_block = True, ("room", P, idx, seg)
-                yield
-            t += pre
-            tf = P.ring[n % depth]
-            if tf > t:
-                stall += tf - t
-                t = tf
-        else:
-            t += pre
-        t += disp
-        P.q.append((code, t, rec, seg, idx, ea, eb))
+        self.t, stall = hand_over(self.t, P.ring[n % self.prof.queue_depth], dispatch)
+        self.stall += stall
+        e: Entry = new_entry(Entry, (code, self.t if code != MAC else self.t + a, rec, self.span, self.idx, a, b))
+        P.q.append(e)
         P.n_push = n + 1
         if P.idle:
             P.idle = False
-            ready_append(P.gen)
-    V.n_push = nv
-    core.finish_scalar(t, stall, idx + 1)
+            self.core.ready.append(P.gen)
+
+    def macro(self, rec: Macro) -> None:
+        """After its V part (if any) was pushed: the scalar unit is busy ``s_cycles`` (of which
+        ``s_stall`` count as stall for a TimedMacro). Its counts stand for the records it replaced,
+        tallied once per (phase, macro) and added up by the core at the end."""
+        tally = self.core.macro_counts.setdefault((id(self.cnt), id(rec.counts)), [self.cnt, rec.counts, 0])
+        tally[2] += 1
+        t = self.t
+        self.t = t + rec.s_cycles
+        self.stall += getattr(rec, "s_stall", 0)
+        self.did("Macro:" + rec.name, t, self.t)
+
+    # ---------------------------------------------------------------- waiting
+
+    def room(self, P):
+        """Yield until ``P`` has a free queue slot."""
+        while P.n_push - P.n_deq >= self.prof.queue_depth:
+            P.s_waiting, self.core.s_block = True, Block("room", P, self.idx, self.span)
+            yield
+
+
+def scalar_unit(core, program):
+    """The scalar-unit automaton: one pass per record of the program. The frequent records
+    (Scalar, ScalarGm, VecOp, Macro) are handled here, the rest by :func:`_other`."""
+    su = ScalarUnit(core)
+    su.me = core.s_gen
+    V, depth = su.V, core.profile.queue_depth
+    disp, api = core.profile.scalar_dispatch_cycles, vec_call_scalar(api_cycles=core.profile.vec_api_scalar_cycles,
+                                                                     loop_cycles=core.profile.vec_call_loop_cycles)
+    scalar, scalar_gm_, vec, push, macro = su.scalar, su.scalar_gm, su.vec, su.push, su.macro
+    for rec in program:
+        su.idx += 1
+        typ = type(rec)
+        if typ is Scalar:
+            scalar(rec)
+        elif typ is VecOp:
+            issue, latency = vec(rec)
+            if V.n_push - V.n_deq >= depth:
+                yield from su.room(V)
+            su.t += api      # the mask set-up before the hand-over
+            push(V, VEC, rec, issue, latency, disp)
+        elif typ is ScalarGm:
+            scalar_gm_(rec)
+        elif isinstance(rec, Macro):
+            if rec.v_end > rec.v_start:
+                if V.n_push - V.n_deq >= depth:
+                    yield from su.room(V)
+                push(V, MAC, rec, rec.v_start, rec.v_end - rec.v_start, 0)
+            macro(rec)
+        else:
+            yield from _other(su, rec, typ)
+    core.finish_scalar(su.t, su.stall, su.idx + 1)
     while True:
         yield
 
 
-def _other_barrier(core, rec, idx, seg, t, stall, cnt):
-    """PipeBarrier<MTE2/MTE3> (handed over) or <ALL> (the scalar unit waits for every pipe to drain)."""
-    pname = rec.pipe
+def _other(su: ScalarUnit, rec, typ):
+    """Flags, barriers, Tags, DMAs and TPipe bookkeeping."""
+    core = su.core
+    if typ is SetFlag or typ is WaitFlag:
+        yield from _flag(su, rec, typ is SetFlag)
+    elif typ is PipeBarrier:
+        yield from _barrier(su, rec)
+    elif typ is Tag:
+        su.span, su.cnt = core.open_span(rec)
+        su.cnt["Tag"] += 1
+    elif typ is Dma:
+        su.cnt["dma_" + rec.pipe] += rec.repeat
+        P, code, _, first_byte, cap = core.dma_entry(rec, su.idx, su.span)
+        yield from su.room(P)
+        su.push(P, code, rec, first_byte, cap, su.prof.scalar_dispatch_cycles)
+    elif typ is FetchEventID:  # one per DMA idiom, and it never waits
+        su.cnt["FetchEventID"] += 1
+        try:
+            rec.handle.id = core.pool.fetch(rec.event)
+        except HwFault as exc:
+            raise su.fail(str(exc)) from None
+        su.t += su.prof.tpipe_call_cycles
+        su.did("FetchEventID:" + rec.event, su.t - su.prof.tpipe_call_cycles, su.t)
+    else:
+        su.cnt[record_kind(rec)] += 1
+        yield from _tpipe_record(su, rec)
+
+
+def _flag(su: ScalarUnit, rec, is_set: bool):
+    """A SetFlag or WaitFlag: the scalar unit's own side, or handed to the pipe on the other side."""
+    fl, core = _lookup_flag(su, rec), su.core
+    info = EVENTS[rec.event]
+    su.cnt[info.set_key if is_set else info.wait_key] += 1
+    pipe = info.src if is_set else info.dst
+    if pipe != "S":
+        P = core.pipes[pipe]
+        yield from su.room(P)
+        su.push(P, SET if is_set else WAIT, rec, fl, None, su.prof.scalar_dispatch_cycles)
+    elif is_set:
+        while su.prof.flag_double_set == "stall" and fl.sets:
+            fl.set_waiter, core.s_block = su.me, Block("set", fl, su.idx, su.span)
+            yield
+        su.set_flag(fl)
+    else:
+        while not fl.sets:
+            fl.waiter, core.s_block = su.me, Block("flag", fl, su.idx, su.span)
+            yield
+        su.wait_flag(fl)
+
+
+def _lookup_flag(su: ScalarUnit, rec):
+    """The Flag a Set/WaitFlag record names (a literal id or a filled-in EventHandle), or an error."""
+    rid = rec.id
+    if type(rid) is EventHandle:
+        rid = rid.id
+    try:
+        return su.core.flags.get(rec.event, resolve_event_id(rid))
+    except HwFault as exc:
+        raise su.fail(str(exc)) from None
+
+
+def _barrier(su: ScalarUnit, rec):
+    """PipeBarrier<V/MTE2/MTE3> (handed over) or <ALL> (the scalar unit waits for every pipe to drain)."""
+    pname, core = rec.pipe, su.core
     if pname not in BARRIER_PIPES:
-        raise at(core.cid, idx, seg, f"PipeBarrier pipe {pname!r} not one of {', '.join(BARRIER_PIPES)}")
-    cnt["barrier_" + pname] += 1
+        raise su.fail(f"PipeBarrier pipe {pname!r} not one of {', '.join(BARRIER_PIPES)}")
+    su.cnt["barrier_" + pname] += 1
     if pname != "ALL":
         P = core.pipes[pname]
-        tf = yield from _wait_room(core, P, idx, seg)
-        return _hand_over(core, P, (BAR, None), rec, idx, seg, t, stall, tf)
-    t0, plist = t, core.pipe_list
-    while not all(not p.q and not p.outstanding for p in plist):    # PipeState.drained, inline
+        yield from su.room(P)
+        su.push(P, BAR, rec, None, None, su.prof.scalar_dispatch_cycles)
+        return
+    plist = core.pipe_list
+    while not all(p.drained for p in plist):
         for p in plist:
             p.drain_waiting = not p.drained
-        core.s_block = ("drain", [p.name for p in plist if not p.drained], idx, seg)
+        core.s_block = Block("drain", [p.name for p in plist if not p.drained], su.idx, su.span)
         yield
-    t = max(t, *(p.done for p in plist))
-    if core.keep_ops:
-        core.rows.append((core.cid, "S", "PipeBarrier:ALL", seg[0], seg[1], seg[2], seg[3], seg[4], t0, t, 0, 0))
-    _span(seg, t0, t)
-    return t, stall + t - t0
+    t0 = su.t
+    su.t = barrier(t0, max(p.done for p in plist))
+    su.stall += su.t - t0
+    su.did("PipeBarrier:ALL", t0, su.t)
 
 
-def _hand_over(core, P, entry, rec, idx, seg, t, stall, tf):
-    """Append ``entry = (code, a)`` to ``P`` at the scalar unit's cycle (slow paths); returns (t, stall)."""
-    if tf is not None and tf > t:
-        stall += tf - t
-        t = tf
-    t += core.profile.scalar_dispatch_cycles
-    P.q.append((entry[0], t, rec, seg, idx, entry[1], None))
-    P.n_push += 1
-    if P.idle:
-        P.idle = False
-        core.ready.append(P.gen)
-    return t, stall
-
-
-def _span(seg, s: int, end: int) -> None:
-    if s < seg[5]:
-        seg[5] = s
-    if end > seg[6]:
-        seg[6] = end
-    seg[7] += 1
-
-
-def _exp_cycles(core, rec, idx, seg) -> int:
-    if rec.kind != "exp":
-        raise at(core.cid, idx, seg, f"Scalar kind {rec.kind!r} not one of {', '.join(SCALAR_KINDS)}")
-    prof = core.profile
-    try:
-        return rec.count * scalar_exp_cycles(rec.arg, prof.scalar_alu_cycles, prof.scalar_div_cycles)
-    except ValueError as exc:
-        raise at(core.cid, idx, seg, f"Scalar exp(arg={rec.arg}): {exc}") from None
-
-
-def _flag(core, ev, eid, idx, seg):
-    """The Flag a Set/WaitFlag record names when the fast lookup failed: an EventHandle, or an error."""
-    try:
-        return core.flags.get(ev, resolve_event_id(eid))
-    except HwFault as exc:
-        raise at(core.cid, idx, seg, str(exc)) from None
-
-
-def _wait_room(core, P, idx, seg):
-    """Yield until ``P`` has a free slot; return the cycle the slot was freed (or None: never full)."""
-    n, depth = P.n_push, core.profile.queue_depth
-    if n < depth:
-        return None
-    while n - P.n_deq >= depth:
-        P.s_waiting, core.s_block = True, ("room", P, idx, seg)
-        yield
-    return P.ring[n % depth]
-
-
-def _tpipe_record(core, rec, idx, seg, t, stall):
-    """TPipe / TQue bookkeeping records (rare): returns the scalar unit's new (t, stall)."""
-    typ, prof = type(rec), core.profile
-    cost, entry, P, tf = prof.tpipe_call_cycles, None, None, None
+def _tpipe_record(su: ScalarUnit, rec):
+    """TPipe / TQue bookkeeping records (rare), with the flag a TQue call inserts handed over."""
+    core, typ = su.core, type(rec)
+    flag, P = None, None
     try:
         if typ in _QUEUE_TYPES:
             que = core.ub.queue(rec.name)
             plan = que.plan(typ.__name__)
             if plan is not None:
                 kind, ev = plan
-                P = core.pipes[EVENTS[ev][0] if kind == "set" else EVENTS[ev][1]]
-                tf = yield from _wait_room(core, P, idx, seg)
+                P = core.pipes[EVENTS[ev].src if kind == "set" else EVENTS[ev].dst]
+                yield from su.room(P)
             flag_op = que.apply(typ.__name__, core.pool)
             if flag_op is not None:
                 kind, ev, eid = flag_op
-                entry = (SET if kind == "set" else WAIT, core.flags.get(ev, eid))
+                flag = (SET if kind == "set" else WAIT, core.flags.get(ev, eid))
             op = f"{typ.__name__}:{rec.name}"
-        elif typ is InitBuffer:
-            core.ub.init_buffer(rec.name, rec.position, rec.num, rec.nbytes)
-            op = f"InitBuffer:{rec.name}"
-        elif typ is FetchEventID or typ is AllocEventID:
-            rec.handle.id = (core.pool.fetch if typ is FetchEventID else core.pool.alloc)(rec.event)
-            op = f"{typ.__name__}:{rec.event}"
-        elif typ is ReleaseEventID:
-            core.pool.release(rec.event, resolve_event_id(rec.id))
-            op = f"ReleaseEventID:{rec.event}"
         else:
-            raise HwFault(f"unknown record type {typ.__name__}")
+            op = _pool_record(core, rec, typ)
     except HwFault as exc:
-        raise at(core.cid, idx, seg, str(exc)) from None
-    t0 = t
-    t += cost
-    if core.keep_ops:
-        core.rows.append((core.cid, "S", op, seg[0], seg[1], seg[2], seg[3], seg[4], t0, t, 0, 0))
-    _span(seg, t0, t)
-    if entry is None:
-        return t, stall
-    return _hand_over(core, P, entry, rec, idx, seg, t, stall, tf)
+        raise su.fail(str(exc)) from None
+    su.t += su.prof.tpipe_call_cycles
+    su.did(op, su.t - su.prof.tpipe_call_cycles, su.t)
+    if flag is not None:
+        code, fl = flag
+        su.push(P, code, rec, fl, None, su.prof.scalar_dispatch_cycles)
+
+
+def _pool_record(core, rec, typ) -> str:
+    """InitBuffer and the event-id records; returns the ops label."""
+    if typ is InitBuffer:
+        core.ub.init_buffer(rec.name, rec.position, rec.num, rec.nbytes)
+        return f"InitBuffer:{rec.name}"
+    if typ is FetchEventID or typ is AllocEventID:
+        rec.handle.id = (core.pool.fetch if typ is FetchEventID else core.pool.alloc)(rec.event)
+        return f"{typ.__name__}:{rec.event}"
+    if typ is ReleaseEventID:
+        core.pool.release(rec.event, resolve_event_id(rec.id))
+        return f"ReleaseEventID:{rec.event}"
+    raise HwFault(f"unknown record type {typ.__name__}")

@@ -91,6 +91,8 @@ class Launch:
     #: phase fidelity: the machine's PhaseCompiler and the compiled phases by signature
     compiler: object = None
     phase_cache: dict = field(default_factory=dict)
+    #: DotFp32's WholeReduceSum waits for its Mul (the profile's raw_interlock)
+    raw_interlock: bool = False
 
     def __post_init__(self) -> None:
         if self.numerics == "off":

@@ -176,6 +176,8 @@ def dot_fp32_records(core, lhs: int, rhs: int, out: list) -> None:
     full, tail = divmod(count, cm.REDUCE_WIDTH)
     dp = core.ub("dotProductFp32")
     out.append(vec("Mul", count, dp, lhs, rhs))
+    if core.launch.raw_interlock:  # the source has no barrier here: the profile says if the reduce waits
+        out.append(PB_V)
     if full:
         out.append(vec("WholeReduceSum", full * cm.REDUCE_WIDTH, dp, dp))
     out.extend(V_S)

@@ -94,7 +94,7 @@ def costs_for(prof, nk: int, nv: int, dk: int, dv: int, has_gamma: bool, buffer_
         lengths = np.asarray(lengths, np.int32)
         shape = Shape(int(lengths.size), int(lengths.sum()), nk, nv, dk, dv, 1.0 / np.sqrt(dk), has_gamma)
         g = draw_g(shape.t, nv, 0) if has_gamma else None
-        launch = make_launch(shape, lengths, g, None, numerics="off", ub_size=prof.ub_bytes,
+        launch = make_launch(shape, lengths, g, None, numerics="off", ub_size=prof.ub_usable_bytes,
                              aiv_num=prof.aiv_num, buffer_num=buffer_num)
         try:
             return run_launch(launch, prof, policy="greedy", fidelity="phase"), launch
