@@ -195,7 +195,8 @@ def test_cached_q_is_scaled_q_with_rows_of_stride_dk():
 def test_dot_fp32_records(dk, full, tail):
     """Mul on dk, WholeReduceSum over the full repeats only (none below 64), the V->S round trip, then
     one scalar UB read and one add per partial and per tail product."""
-    core = SimpleNamespace(shape=SimpleNamespace(dk=dk), ub=lambda name: {"dotProductFp32": 9000}[name])
+    core = SimpleNamespace(shape=SimpleNamespace(dk=dk), ub=lambda name: {"dotProductFp32": 9000}[name],
+                           launch=SimpleNamespace(raw_interlock=False))
     out: list = []
     phases.dot_fp32_records(core, 100, 200, out)
     vec = [r for r in out if type(r) is VecOp]
@@ -204,6 +205,10 @@ def test_dot_fp32_records(dk, full, tail):
     assert [(r.event, r.id) for r in out if type(r) in (SetFlag, WaitFlag)] == [("V_S", 0), ("V_S", 0)]
     assert [r for r in out if type(r) is Scalar] == [Scalar("ub_load", full + tail), Scalar("alu", full + tail)]
     assert not any(type(r) is PipeBarrier for r in out)  # no PB_V between Mul and the reduce
+    core.launch.raw_interlock = True  # the profile says the reduce waits for the Mul: one PB_V right after it
+    out = []
+    phases.dot_fp32_records(core, 100, 200, out)
+    assert type(out[1]) is PipeBarrier and out[1].pipe == "V" and [type(r) for r in out].count(PipeBarrier) == 1
 
 
 def test_dot_limit_is_a_diagnostic():
