@@ -3,6 +3,8 @@ outputs, the study's frames against numpy, and the command's files and errors.""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -251,3 +253,13 @@ def test_a_check_beyond_the_bound_warns_and_the_command_says_so(monkeypatch, tmp
                     '[study]\nbatches = 10\ncheck_batches = 1\nbootstrap = 10\n')
     res = CliRunner().invoke(main, ["tail", str(path), "--out", str(tmp_path / "o"), "--policy", "greedy"])
     assert res.exit_code == 0 and "WARNING: tail surrogate is" in res.stderr
+
+
+def test_a_split_shape_s_warning_says_why(monkeypatch):
+    monkeypatch.setattr("cgdr_des.tail.study.CHECK_BOUND", 0.0)
+    with pytest.warns(UserWarning, match="splits V-tiles across cores, where the surrogate is measured up to 2.5 %"):
+        run_study(scenario(shape=SPLIT, study={"batches": 10, "check_batches": 1}), policies=["round_robin"])
+    monkeypatch.setattr("cgdr_des.tail.study.CHECK_BOUND", 1.0)  # nothing beyond the bound: no warning at all
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        run_study(scenario(shape=SPLIT, study={"batches": 10, "check_batches": 1}), policies=["round_robin"])
