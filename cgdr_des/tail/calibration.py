@@ -17,11 +17,23 @@ durations``, with ``overhead = pre + K * per_item + B * per_batch`` for B batch 
 items. ``per_item`` is the measured gap between consecutive items; ``pre`` and ``per_batch`` (which
 also holds ComputeAvgload's read of every length) come from the overhead measured in two runs: the
 calibration run and a one-sequence run.
+
+Split V-tiles (``ShouldSplitVTiles``): the tiles of one head run on different cores and read the same
+K and Q rows with scalar GetValue (ComputeAttnInter, UpdateAndWriteState). At ``phase`` fidelity each
+phase signature is timed once per launch, at its first occurrence, through one data cache that the
+phase compiler shares across all cores, and every later occurrence reuses that timing. When a sibling
+tile has just read the same rows on another core, the first occurrence finds their lines resident
+and the whole launch's chunks of that signature run up to ~2.5 % faster than when it is timed apart.
+The calibration run above measures the apart context (each core on its own sequences);
+:func:`_lockstep` measures the together context by one launch per probe length holding that single
+sequence, so that all its tiles start at once. The surrogate blends the two by how much an item
+overlaps its siblings in time (a measured correction: which tile is timed first in a launch is not
+modelled, so the blend is approximate; ``docs/tail.md`` gives the remaining error).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
@@ -45,6 +57,9 @@ class ItemCosts:
     ``sole[v, L]``: an item of L <= 64 tokens on V-tile slot v (slot 0 when tiles are not split);
     ``two[v, L]``: an item of 64 + L tokens; ``middle[v]``: each further full chunk;
     ``pre``, ``per_item``, ``per_batch``: the per-core overhead ``pre + K per_item + B per_batch``.
+    ``lock_two``, ``lock_middle``: ``two`` and ``middle`` when the item's sibling tiles run alongside
+    on other cores (split V-tiles only; equal to ``two``/``middle`` otherwise). ``siblings``: items
+    per (batch, K/Q head) that read the same K/Q rows (heads per K/Q head times tiles).
     """
 
     sole: np.ndarray
@@ -61,14 +76,19 @@ class ItemCosts:
     block_dim: int
     clock_mhz: float
     profile: str
+    lock_two: np.ndarray
+    lock_middle: np.ndarray
+    siblings: int
 
-    def item_cycles(self, seqlen, vtile) -> np.ndarray:
-        """Duration (int64 cycles) of items of ``seqlen`` tokens on ``vtile`` (-1: unsplit); 0 for length 0."""
+    def item_cycles(self, seqlen, vtile, *, together: bool = False) -> np.ndarray:
+        """Duration (int64 cycles) of items of ``seqlen`` tokens on ``vtile`` (-1: unsplit); 0 for length 0.
+        ``together``: with the item's sibling tiles running alongside (see the module docstring)."""
+        two, middle = (self.lock_two, self.lock_middle) if together else (self.two, self.middle)
         s = np.asarray(seqlen, np.int64)
         v = np.maximum(np.asarray(vtile, np.int64), 0)
         n = np.maximum(-(-s // CHUNK_SIZE), 1)
         tail = s - CHUNK_SIZE * (n - 1)
-        many = self.two[v, np.where(n > 1, tail, 1)] + np.maximum(n - 2, 0) * self.middle[v]
+        many = two[v, np.where(n > 1, tail, 1)] + np.maximum(n - 2, 0) * middle[v]
         return np.where(s <= 0, 0, np.where(n == 1, self.sole[v, np.clip(tail, 0, CHUNK_SIZE)], many))
 
     def overhead(self, batch_entries, n_items) -> np.ndarray:
@@ -101,7 +121,12 @@ def costs_for(prof, nk: int, nv: int, dk: int, dv: int, has_gamma: bool, buffer_
         except KernelDiagnostic as exc:
             raise KernelDiagnostic(_explain(prof, exc)) from None
 
-    return _measure(*run(CAL_LENGTHS), run([1])[0], prof)
+    costs = _measure(*run(CAL_LENGTHS), run([1])[0], prof)
+    if not costs.split:
+        return costs
+    lock = {n: _slot_durations(run([n])[0]) for n in (*(CHUNK_SIZE + L for L in TWO_PROBES),
+                                                       *(3 * CHUNK_SIZE + L for L in MIDDLE_PROBES))}
+    return _lockstep(costs, lock)
 
 
 def _explain(prof, exc: Exception) -> str:
@@ -135,10 +160,33 @@ def _measure(result, launch, one, prof) -> ItemCosts:
     b1, b2 = 1, len(launch.lengths)
     per_batch = (o2 - o1 - (k2 - k1) * per_item) / (b2 - b1)
     pre = int(round(o1 - k1 * per_item - b1 * per_batch))
-    t = launch.tiling
-    return ItemCosts(sole, two, middle, pre, per_item, float(per_batch), launch.shape.nv, launch.shape.dv,
-                     t.v_step, t.v_tile_count, bool((items["vtile"] >= 0).any()), t.block_dim,
-                     float(prof.clock_mhz), prof.name)
+    t, sh = launch.tiling, launch.shape
+    split = bool((items["vtile"] >= 0).any())
+    return ItemCosts(sole, two, middle, pre, per_item, float(per_batch), sh.nv, sh.dv, t.v_step, t.v_tile_count,
+                     split, t.block_dim, float(prof.clock_mhz), prof.name, two, middle,
+                     sh.nv // sh.nk * (t.v_tile_count if split else 1))
+
+
+def _slot_durations(result) -> np.ndarray:
+    """Median item duration per V-tile slot of a one-sequence run."""
+    items = result.items
+    dur = (items["end"] - items["start"]).groupby(items["vtile"].clip(lower=0)).median()
+    return np.round(dur.sort_index().to_numpy()).astype(np.int64)
+
+
+def _lockstep(costs: ItemCosts, lock: dict[int, np.ndarray]) -> ItemCosts:
+    """``costs`` with the together tables from one-sequence runs (``lock[n]``: per-slot durations of a
+    sequence of n tokens whose tiles all start at once). A sole chunk gains nothing measurable (its
+    siblings' K/Q lines arrive no earlier than its own), so only the longer items' tables change."""
+    slots = costs.sole.shape[0]
+    two, middle = np.zeros_like(costs.two), np.zeros_like(costs.middle)
+    grid = np.arange(1, CHUNK_SIZE + 1)
+    for v in range(slots):
+        first = [lock[CHUNK_SIZE + L][v] - costs.sole[v, L] for L in TWO_PROBES]
+        two[v, 1:] = costs.sole[v, 1:] + np.round(np.interp(grid, TWO_PROBES, first)).astype(np.int64)
+        middle[v] = int(round(np.median([(lock[3 * CHUNK_SIZE + L][v] - lock[CHUNK_SIZE + L][v]) / 2
+                                         for L in MIDDLE_PROBES])))
+    return replace(costs, lock_two=two, lock_middle=middle)
 
 
 def _overhead(result) -> tuple[int, float]:

@@ -6,6 +6,13 @@ the items of an empty sequence are padding), the policy gives each an owner core
 overhead plus the sum of its own items' durations (:class:`~cgdr_des.tail.calibration.ItemCosts`).
 What it drops against ``phase`` fidelity: GM contention that varies with the batch (durations are
 those of a busy chip) and ScalarExp's dependence on the drawn g; the study's check measures both.
+
+Split V-tiles: an item whose sibling tiles (same batch entry and K/Q head) run at the same time on
+other cores is faster (their K/Q lines are resident when its phases are first timed; see
+:mod:`cgdr_des.tail.calibration`). Each item's interval on its core is laid out from the apart
+durations (its core's earlier own items plus the walk over every earlier item), and its duration
+moves from the apart towards the together value by the largest share of it that one sibling on
+another core overlaps; a second pass re-lays the intervals with the blended durations.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ class Estimate:
     tokens: np.ndarray
     busy: np.ndarray
     finish: np.ndarray
-    item_cycles: np.ndarray   # (N, K) each item's duration (0 for padding)
+    item_cycles: np.ndarray   # (N, K) each item's fastest duration (0 for padding): the lower bound's
     overhead: np.ndarray      # (N,) a core's finish beyond its own items
 
     @property
@@ -59,7 +66,51 @@ def estimate(costs: ItemCosts, lengths: np.ndarray, policy: str) -> Estimate:
     def per_core(weights):
         return np.bincount(slot.ravel(), weights=weights.ravel(), minlength=n * m + 1)[:-1].reshape(n, m)
 
-    busy = per_core(cycles).astype(np.int64)
+    run = _blend(costs, tokens, cycles, owner) if costs.split and costs.siblings > 1 else cycles
+    busy = per_core(run).astype(np.int64)
     overhead = costs.overhead(lengths.shape[1], (tokens > 0).sum(axis=1))
+    # the lower bound holds for every assignment: each item at its fastest (together) duration
+    fastest = np.minimum(cycles, _together(costs, tokens)) if run is not cycles else cycles
     return Estimate(per_core(np.ones_like(cycles)).astype(np.int64), per_core(tokens).astype(np.int64), busy,
-                    overhead[:, None] + busy, cycles, overhead)
+                    overhead[:, None] + busy, fastest, overhead)
+
+
+def _together(costs: ItemCosts, tokens: np.ndarray) -> np.ndarray:
+    tile = np.broadcast_to(np.tile(np.arange(costs.v_tiles), tokens.shape[1] // costs.v_tiles), tokens.shape)
+    return costs.item_cycles(tokens, tile, together=True)
+
+
+def _starts(dur: np.ndarray, owner: np.ndarray, per_item: int) -> np.ndarray:
+    """Each item's start on its core: its core's earlier own durations plus the walk up to it."""
+    n, k = dur.shape
+    order = np.argsort(np.where(owner >= 0, owner, owner.max() + 1) * k + np.arange(k), axis=1, kind="stable")
+    d = np.take_along_axis(dur, order, axis=1)
+    o = np.take_along_axis(owner, order, axis=1)
+    before = np.cumsum(d, axis=1) - d
+    first = np.ones_like(o, dtype=bool)
+    first[:, 1:] = o[:, 1:] != o[:, :-1]
+    base = np.maximum.accumulate(np.where(first, np.arange(k), 0), axis=1)
+    own = before - np.take_along_axis(before, base, axis=1)
+    start = np.empty_like(own)
+    np.put_along_axis(start, order, own, axis=1)
+    return start + per_item * np.arange(k)
+
+
+def _blend(costs: ItemCosts, tokens, apart, owner, passes: int = 2) -> np.ndarray:
+    """Item durations (N, K) between apart and together by sibling overlap (see the module docstring)."""
+    gain = apart - _together(costs, tokens)
+    dur = apart
+    for _ in range(passes):
+        start = _starts(dur, owner, costs.per_item)
+        dur = apart - np.round(gain * _overlap_share(start, dur, owner, costs.siblings)).astype(np.int64)
+    return dur
+
+
+def _overlap_share(start, dur, owner, g: int) -> np.ndarray:
+    """(N, K): the largest share of each item's duration that one sibling on another core overlaps."""
+    n, k = dur.shape
+    s, e, o = (x.reshape(n, k // g, g) for x in (start, start + dur, owner))
+    both = np.minimum(e[..., :, None], e[..., None, :]) - np.maximum(s[..., :, None], s[..., None, :])
+    other = (o[..., :, None] != o[..., None, :]) & (o[..., None, :] >= 0)
+    best = np.where(other, np.maximum(both, 0), 0).max(axis=-1).reshape(n, k)
+    return np.divide(best, dur, out=np.zeros(dur.shape), where=dur > 0)
