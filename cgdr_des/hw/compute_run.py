@@ -67,7 +67,6 @@ from cgdr_des.hw.profile import Profile
 from cgdr_des.hw.rules import (
     arrival,
     barrier,
-    cover,
     flag_set,
     flag_wait,
     hand_over,
@@ -75,7 +74,6 @@ from cgdr_des.hw.rules import (
     scalar_flag_set,
     scalar_gm,
     set_while_set,
-    vec_issue,
     vec_op,
 )
 from cgdr_des.isa import PipeBarrier, Repeat, Scalar, ScalarGm, SetFlag, VecOp, WaitFlag
@@ -181,10 +179,9 @@ class ComputeRunTimer:
                 continue
             if typ is VecOp:
                 try:
-                    w, cpr, lat = vp[rec.dtype][rec.op]
+                    params = vp[rec.dtype][rec.op]
                 except KeyError:
                     raise KernelDiagnostic(f"VecOp {rec.op!r} / {rec.dtype!r} has no cost") from None
-                iss = vec_issue(rec.n, w, cpr)
                 t += api        # the mask set-up before the hand-over
                 code = _VEC
                 n_vec += 1
@@ -218,7 +215,7 @@ class ComputeRunTimer:
                     if ev != "V_S":     # V waits S_V and V_V
                         code = _WAIT
                     else:               # S waits V_S itself
-                        c, free_s = flag_wait(t, pend.popleft(), f)
+                        c, free_s, _, _ = flag_wait(t, pend.popleft(), f)
                         if pend and diag_double and set_while_set(pend[0], c):
                             raise KernelDiagnostic(f"SetFlag<{ev}>({rid}) fires while the flag is still set")
                         cons[rid] = c
@@ -240,32 +237,34 @@ class ComputeRunTimer:
             t, stall = hand_over(t, ring[0], disp)
             s_stall += stall
             n_v += 1
+            if code == _VEC:
+                a, free, end, added, cov = vec_op(free, t, rec.n, params, cov)
+                v_busy += added
+                ring_append(a)
+                if first is None:
+                    first = a
+                if end > done:
+                    done = end
+                continue
             a = arrival(free, t)
             if first is None:
                 first = a
-            if code == _VEC:
-                free, end = vec_op(a, iss, lat)
-                added, cov = cover(a, end, cov)
-                v_busy += added
-                ring_append(a)
-            elif code == _BAR:
+            if code == _BAR:
                 end = free = barrier(a, done)
                 v_stall += end - a
                 ring_append(end)
             elif code == _SET:     # no double-set check: see the module docstring
-                free, end = flag_set(a, done, f)
+                free, end, added, cov = flag_set(a, done, f, cov)
                 pend.append(end)
-                added, cov = cover(end - f, end, cov)
                 v_busy += added
                 ring_append(a)
             else:
-                c, end = flag_wait(a, pend.popleft(), f)
+                c, end, added, cov = flag_wait(a, pend.popleft(), f, cov)
                 if pend and diag_double and set_while_set(pend[0], c):
                     raise KernelDiagnostic(f"SetFlag<{ev}>({rid}) fires while the flag is still set")
                 cons[rid] = c
                 v_stall += c - a
                 free = end
-                added, cov = cover(c, end, cov)
                 v_busy += added
                 ring_append(end)
             if end > done:
