@@ -27,6 +27,7 @@ from cgdr_des.isa import EventHandle, PipeBarrier, Scalar, ScalarGm, SetFlag, Ve
 from cgdr_des.kernel.functional import build_launch
 from cgdr_des.kernel.program import core_program
 from cgdr_des.scenario import load_scenario
+from cgdr_des.simulation import CompileStage
 from cgdr_des.workload.tensors import make_inputs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,9 +40,10 @@ POLICIES = ("counter", "stall", "diagnostic")
 
 
 def launch_phases(launch, cores) -> list[list]:
-    launch.compiler = cap = PhaseRecorder()
+    cap = PhaseRecorder()
+    stage = CompileStage(cap)
     for i in cores:
-        for _ in core_program(launch, i):
+        for _ in core_program(launch, i, stage=stage):
             pass
     return cap.phases
 

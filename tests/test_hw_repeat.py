@@ -121,14 +121,14 @@ def canon(records: list) -> list:
 def _phases(L: int, repeats: bool, dk=128, dv=128):
     x = make_inputs([L], 1, 1, dk, dv, seed=0)
     launch = build_launch(*args(x), numerics="off", ub_size=P.ub_bytes, aiv_num=P.aiv_num)
-    launch.compiler = PhaseRecorder(repeats=repeats)
-    return launch_phases_with(launch, launch.compiler)
+    return launch_phases_with(launch, PhaseRecorder(repeats=repeats))
 
 
 def launch_phases_with(launch, recorder):
     from cgdr_des.kernel.program import core_program
+    from cgdr_des.simulation import CompileStage
 
-    for _ in core_program(launch, 0):
+    for _ in core_program(launch, 0, stage=CompileStage(recorder)):
         pass
     return recorder.phases
 

@@ -36,7 +36,7 @@ from cgdr_des.hw.diagnostics import HwFault, at, flag_name, tag_text
 from cgdr_des.hw.dma import check_dma, dma_numbers
 from cgdr_des.hw.flags import EventIdPool, FlagTable
 from cgdr_des.hw.pipes import PipeState, mte_pipe, vector_pipe
-from cgdr_des.hw.records import DMA, WAIT, Span
+from cgdr_des.hw.records import DMA, WAIT, MacroTally, Span
 from cgdr_des.hw.scalar import Block, scalar_unit
 from cgdr_des.hw.tque import UnifiedBuffer
 
@@ -58,9 +58,9 @@ class Core:
         self.pipe_list = list(self.pipes.values())
         self.spans: list[Span] = []
         self.counts: dict[str, defaultdict] = {}
-        #: Macro counts, tallied as (phase counts, the macro's counts, times seen): a replayed Macro
-        #: stands for a dozen kinds, added to ``counts`` once at the end (counter) instead of per replay
-        self.macro_counts: dict[tuple[int, int], list] = {}
+        #: Macro counts, tallied per (phase, macro): a replayed Macro stands for a dozen kinds, added
+        #: to ``counts`` once at the end (counter) instead of per replay
+        self.macro_counts: dict[tuple[int, int], MacroTally] = {}
         self.ready: list = []
         self.wake_ev = None
         self.s_done, self.s_block = False, None
@@ -162,9 +162,9 @@ class Core:
                 "first_V": V.first, "last_V": V.done if V.first is not None else None}
 
     def counter(self) -> Counter:
-        for cnt, counts, times in self.macro_counts.values():
-            for kind, n in counts:
-                cnt[kind] += n * times
+        for tally in self.macro_counts.values():
+            for kind, n in tally.counts:
+                tally.phase_counts[kind] += n * tally.times
         self.macro_counts.clear()
         return Counter({(phase, kind): n for phase, kinds in self.counts.items() for kind, n in kinds.items()})
 

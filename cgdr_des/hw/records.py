@@ -38,6 +38,16 @@ class Span:
                 nbytes)
 
 
+class MacroTally:
+    """How many times a Macro ran in one phase: its ``counts`` are added ``times`` times to the
+    phase's ``phase_counts`` at the end of the run."""
+
+    __slots__ = ("phase_counts", "counts", "times")
+
+    def __init__(self, phase_counts, counts: tuple) -> None:
+        self.phase_counts, self.counts, self.times = phase_counts, counts, 0
+
+
 class Entry(NamedTuple):
     """One instruction the scalar unit handed to a pipe's in-order queue.
 

@@ -27,7 +27,7 @@ from typing import NamedTuple
 from cgdr_des.hw.costs import exp_work
 from cgdr_des.hw.diagnostics import HwFault, at
 from cgdr_des.hw.flags import double_set_message
-from cgdr_des.hw.records import BAR, MAC, SET, VEC, WAIT, Entry, Span, new_entry
+from cgdr_des.hw.records import BAR, MAC, SET, VEC, WAIT, Entry, MacroTally, Span, new_entry
 from cgdr_des.hw.rules import (
     barrier,
     flag_wait,
@@ -210,8 +210,11 @@ class ScalarUnit:
         """After its V part (if any) was pushed: the scalar unit is busy ``s_cycles`` (of which
         ``s_stall`` count as stall for a TimedMacro). Its counts stand for the records it replaced,
         tallied once per (phase, macro) and added up by the core at the end."""
-        tally = self.core.macro_counts.setdefault((id(self.cnt), id(rec.counts)), [self.cnt, rec.counts, 0])
-        tally[2] += 1
+        key = (id(self.cnt), id(rec.counts))
+        tally = self.core.macro_counts.get(key)
+        if tally is None:
+            tally = self.core.macro_counts[key] = MacroTally(self.cnt, rec.counts)
+        tally.times += 1
         t = self.t
         self.t = t + rec.s_cycles
         self.stall += getattr(rec, "s_stall", 0)
