@@ -2,7 +2,7 @@
 
 Grep-style checks over the source (the AST, so comments and strings do not count):
 
-- no module subscripts a span, a queue entry, a deadlock block, an event's info or a timer
+- no module subscripts a span, a queue entry, a Macro tally, an event's info or a timer
   snapshot by position (the names these records go by in the code are listed below);
 - those records are NamedTuples or ``__slots__`` classes;
 - the rule table (``cgdr_des/hw/rules.py``) is used by both the SimPy machine and the phase
@@ -22,7 +22,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "cgdr_des"
 
 #: names under which the machine and the timer hold their records
 RECORD_NAMES = {"seg", "span", "e_span", "e", "entry", "head", "block", "info", "snap", "before", "totals",
-                "consts"}
+                "tally"}
 
 
 def _modules():
@@ -52,7 +52,7 @@ def test_the_checker_catches_positional_reads():
     assert [name for _, name in _subscripts_by_position(tree)] == ["seg", "e", "snap"]
 
 
-@pytest.mark.parametrize("cls", [records.Span, records.Entry, records.MacroTally, scalar.Block, scalar.EventInfo,
+@pytest.mark.parametrize("cls", [records.Span, records.Entry, records.MacroTally, scalar.ScalarUnit, scalar.EventInfo,
                                  compute_state.Totals, compute_run.RunTiming])
 def test_records_are_named(cls):
     is_named_tuple = issubclass(cls, tuple) and hasattr(cls, "_fields")

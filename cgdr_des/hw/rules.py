@@ -42,14 +42,16 @@ def vec_op(free: int, issued: int, n: int, params: tuple, covered: int) -> tuple
     It starts at its :func:`arrival`; V issues one repeat per ``width`` elements (at least one),
     ``cycles per repeat`` each, and is pipelined: it takes the next instruction when this one's
     issue ends; the result is complete ``latency`` cycles later; V is busy over [start, end)
-    (:func:`cover`). Those two are written out here, not called: this rule runs once per vector
-    instruction of an ``instr`` run, where a call costs more than the arithmetic."""
+    (:func:`cover`). Those are written out here, not called: this rule runs once per vector
+    instruction of an ``instr`` run, where a call costs more than the arithmetic
+    (``tests/test_hw_rules.py`` holds it to them)."""
     width, cycles_per_repeat, latency = params
     start = free if free > issued else issued
     free = start + (-(-n // width) if n > width else 1) * cycles_per_repeat
     end = free + latency
-    added, covered = cover(start, end, covered)
-    return start, free, end, added, covered
+    if end <= covered:      # cover(start, end, covered), written out
+        return start, free, end, 0, covered
+    return start, free, end, end - (start if start > covered else covered), end
 
 
 def barrier(arrival: int, done: int) -> int:

@@ -27,7 +27,7 @@ from typing import NamedTuple
 from cgdr_des.hw.costs import exp_work
 from cgdr_des.hw.diagnostics import HwFault, at
 from cgdr_des.hw.flags import double_set_message
-from cgdr_des.hw.records import BAR, MAC, SET, VEC, WAIT, Entry, MacroTally, Span, new_entry
+from cgdr_des.hw.records import BAR, MAC, SET, VEC, WAIT, Entry, MacroTally, new_entry
 from cgdr_des.hw.rules import (
     barrier,
     flag_wait,
@@ -83,21 +83,11 @@ EVENTS = {ev: EventInfo(*event_pipes(ev), "set_" + ev, "wait_" + ev, "SetFlag:" 
 _QUEUE_TYPES = (AllocTensor, EnQue, DeQue, FreeTensor)
 
 
-class Block(NamedTuple):
-    """What the scalar unit waits for (diagnostics of a deadlock): ``kind`` is ``flag`` (a WaitFlag's
-    set), ``set`` (a set's previous consume), ``room`` (a free queue slot) or ``drain``."""
-
-    kind: str
-    what: object
-    idx: int
-    span: Span
-
-
 class ScalarUnit:
     """The scalar unit's clock and totals, and how it executes each kind of record."""
 
     __slots__ = ("core", "prof", "t", "stall", "idx", "span", "cnt", "V", "kc", "vp", "keep", "rows_append",
-                 "me")
+                 "me", "wait_kind", "wait_on")
 
     def __init__(self, core) -> None:
         self.core, self.prof = core, core.profile
@@ -105,6 +95,10 @@ class ScalarUnit:
         self.span, self.cnt = core.open_span(None)
         self.V, self.kc, self.vp = core.pipes["V"], core.scalar_costs, core.vec_params
         self.keep, self.rows_append, self.me = core.keep_ops, core.rows.append, None
+        #: what it waits for when it yields (deadlock diagnostics): ``flag`` (a WaitFlag's set, on the
+        #: Flag), ``set`` (a set's previous consume), ``room`` (a free slot, on the pipe) or ``drain``
+        #: (PipeBarrier<ALL>, on the names of the pipes not drained)
+        self.wait_kind, self.wait_on = None, None
 
     def fail(self, msg: str):
         return at(self.core.cid, self.idx, self.span, msg)
@@ -186,7 +180,14 @@ class ScalarUnit:
         if fl.waiter is not None:
             self.core.ready.append(fl.waiter)
             fl.waiter = None
-        self.did(EVENTS[fl.event].set_op, t, fire, fl.id)
+        span = self.span            # did(), inline: the kernel sets S_V before every row it hands V
+        if self.keep:
+            self.rows_append(span.row(self.core.cid, "S", EVENTS[fl.event].set_op, t, fire, fl.id, 0))
+        if t < span.start:
+            span.start = t
+        if fire > span.end:
+            span.end = fire
+        span.n += 1
 
     # ---------------------------------------------------------------- records it hands to a pipe
 
@@ -225,7 +226,7 @@ class ScalarUnit:
     def room(self, P):
         """Yield until ``P`` has a free queue slot."""
         while P.n_push - P.n_deq >= self.prof.queue_depth:
-            P.s_waiting, self.core.s_block = True, Block("room", P, self.idx, self.span)
+            P.s_waiting, self.wait_kind, self.wait_on = True, "room", P
             yield
 
 
@@ -237,7 +238,7 @@ def scalar_unit(core, program):
     ``code``, ``a``/``b`` (the entry's fields) and ``pre`` (scalar cycles before the hand-over) and
     falls through to the hand-over at the bottom (:meth:`ScalarUnit.push`, inline). It yields only
     to wait: for a queue slot (:meth:`ScalarUnit.room`) or a flag (:func:`_flag_wait`)."""
-    su = ScalarUnit(core)
+    su = core.s_unit = ScalarUnit(core)
     su.me = core.s_gen
     V, depth, pipes, flags = su.V, core.profile.queue_depth, core.pipes, core.flags.table
     disp, api = core.profile.scalar_dispatch_cycles, core.profile.vec_api_scalar_cycles
@@ -253,9 +254,13 @@ def scalar_unit(core, program):
                 scalar(rec)
                 continue
             su.cnt[SCALAR_KEY[rec.kind]] += rec.count
-            t = su.t
-            su.t = t + c * rec.count
-            su.span.add(t, su.t)
+            t, span = su.t, su.span
+            su.t = end = t + c * rec.count
+            if t < span.start:      # Span.add, inline
+                span.start = t
+            if end > span.end:
+                span.end = end
+            span.n += 1
             continue
         if typ is VecOp:
             su.cnt["vec"] += 1
@@ -268,7 +273,16 @@ def scalar_unit(core, program):
             scalar_gm_(rec)
             continue
         elif typ is SetFlag or typ is WaitFlag:
-            fl, info, is_set = _flag_of(su, flags, rec), EVENTS[rec.event], typ is SetFlag
+            rid = rec.id       # the Flag (inline: a third of all records), or _lookup_flag's error
+            if type(rid) is EventHandle:
+                rid = rid.id
+            try:
+                fl = flags[rec.event][rid]
+                if rid < 0:
+                    raise IndexError
+            except (KeyError, IndexError, TypeError):
+                fl = _lookup_flag(su, rec)
+            info, is_set = EVENTS[rec.event], typ is SetFlag
             su.cnt[info.set_key if is_set else info.wait_key] += 1
             pipe = info.src if is_set else info.dst
             if pipe == "S":
@@ -277,8 +291,9 @@ def scalar_unit(core, program):
                         yield from _flag_wait(su, fl, "set")
                     su.set_flag(fl)
                 else:
-                    if not fl.sets:
-                        yield from _flag_wait(su, fl, "flag")
+                    while not fl.sets:      # _flag_wait, inline: V has often not reached the set yet
+                        fl.waiter, su.wait_kind, su.wait_on = su.me, "flag", fl
+                        yield
                     su.wait_flag(fl)
                 continue
             P, code, a, b, pre = pipes[pipe], SET if is_set else WAIT, fl, None, 0
@@ -311,20 +326,6 @@ def scalar_unit(core, program):
         yield
 
 
-def _flag_of(su: ScalarUnit, flags: dict, rec):
-    """The Flag a Set/WaitFlag record names: a literal id or a filled-in EventHandle."""
-    rid = rec.id
-    if type(rid) is EventHandle:
-        rid = rid.id
-    try:
-        fl = flags[rec.event][rid]
-        if rid < 0:
-            raise IndexError
-    except (KeyError, IndexError, TypeError):
-        return _lookup_flag(su, rec)
-    return fl
-
-
 def _flag_wait(su: ScalarUnit, fl, kind: str):
     """Yield until ``fl`` has a set recorded (``flag``: a WaitFlag on S) or has none pending
     (``set``: a SetFlag on S under the ``stall`` policy)."""
@@ -333,7 +334,7 @@ def _flag_wait(su: ScalarUnit, fl, kind: str):
             fl.waiter = su.me
         else:
             fl.set_waiter = su.me
-        su.core.s_block = Block(kind, fl, su.idx, su.span)
+        su.wait_kind, su.wait_on = kind, fl
         yield
 
 
@@ -389,7 +390,7 @@ def _barrier(su: ScalarUnit, rec):
     while not all(p.drained for p in plist):
         for p in plist:
             p.drain_waiting = not p.drained
-        core.s_block = Block("drain", [p.name for p in plist if not p.drained], su.idx, su.span)
+        su.wait_kind, su.wait_on = "drain", [p.name for p in plist if not p.drained]
         yield
     t0 = su.t
     su.t = barrier(t0, max(p.done for p in plist))
