@@ -10,8 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cgdr_des.hw import rules
-from cgdr_des.hw.costs import EXP_TAYLOR_TERMS, exp_work
+from cgdr_des.numerics.scalar_exp import TAYLOR_TERMS as EXP_TAYLOR_TERMS
 from cgdr_des.numerics.scalar_exp import scalar_exp_steps
+from cgdr_des.numerics.scalar_exp import scalar_exp_work as exp_work
 
 cycles = st.integers(0, 200)
 

@@ -62,7 +62,7 @@ from typing import NamedTuple
 
 from cgdr_des.errors import KernelDiagnostic
 from cgdr_des.hw.compute_state import ScanState, Totals
-from cgdr_des.hw.costs import exp_work, scalar_kind_cycles, vec_params
+from cgdr_des.hw.costs import scalar_kind_cycles, vec_params
 from cgdr_des.hw.profile import Profile
 from cgdr_des.hw.rules import (
     arrival,
@@ -313,7 +313,7 @@ class ComputeRunTimer:
 
     def _exp_costs(self, rep: Repeat, i: int) -> tuple:
         """The cycles of iteration i's declared ScalarExp calls."""
-        return tuple(_arg_cycles(a, self.profile) for a in rep.exp(i)) if rep.exp is not None else ()
+        return tuple(_work_cycles(w, self.profile) for w in rep.exp(i)) if rep.exp is not None else ()
 
     def _gm_cycles(self, accesses, hits) -> int:
         """What ScalarGm ``accesses`` ((addr, nbytes, store) each) cost S, given which of them hit."""
@@ -396,15 +396,15 @@ def time_compute_run(run: list, profile: Profile, dcache) -> RunTiming:
 def _exp_cycles(rec, profile: Profile) -> int:
     if rec.kind != "exp":
         raise KernelDiagnostic(f"Scalar kind {rec.kind!r} has no cost")
-    return rec.count * _arg_cycles(rec.arg, profile)
+    if rec.alu <= 0 and rec.div <= 0:
+        raise KernelDiagnostic(f"Scalar exp(arg={rec.arg}) declares no ALU or division work")
+    return rec.count * _work_cycles((rec.alu, rec.div), profile)
 
 
-def _arg_cycles(arg: float, profile: Profile) -> int:
-    try:
-        alu_ops, div_ops = exp_work(arg)
-        return scalar_exp(alu_ops, div_ops, profile.scalar_alu_cycles, profile.scalar_div_cycles)
-    except ValueError as exc:
-        raise KernelDiagnostic(f"Scalar exp(arg={arg}): {exc}") from None
+def _work_cycles(work: tuple[int, int], profile: Profile) -> int:
+    """Cycles of one ScalarExp call declaring ``work`` = (ALU operations, divisions)."""
+    alu_ops, div_ops = work
+    return scalar_exp(alu_ops, div_ops, profile.scalar_alu_cycles, profile.scalar_div_cycles)
 
 
 def _counts(scalar_n: dict, n_vec: int, n_bar: int, n_ld: int, n_st: int, n_sets: dict) -> tuple:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from cgdr_des.hw.costs import exp_work
 from cgdr_des.hw.diagnostics import HwFault, at
 from cgdr_des.hw.flags import double_set_message
 from cgdr_des.hw.records import BAR, MAC, SET, VEC, WAIT, Entry, MacroTally, new_entry
@@ -152,11 +151,9 @@ class ScalarUnit:
         if rec.kind != "exp":
             raise self.fail(f"Scalar kind {rec.kind!r} not one of {', '.join(SCALAR_KINDS)}")
         p = self.prof
-        try:
-            alu_ops, div_ops = exp_work(rec.arg)
-        except ValueError as exc:
-            raise self.fail(f"Scalar exp(arg={rec.arg}): {exc}") from None
-        return rec.count * scalar_exp(alu_ops, div_ops, p.scalar_alu_cycles, p.scalar_div_cycles)
+        if rec.alu <= 0 and rec.div <= 0:
+            raise self.fail(f"Scalar exp(arg={rec.arg}) declares no ALU or division work")
+        return rec.count * scalar_exp(rec.alu, rec.div, p.scalar_alu_cycles, p.scalar_div_cycles)
 
     def wait_flag(self, fl) -> None:
         """WaitFlag with destination S, its set recorded: consume it."""

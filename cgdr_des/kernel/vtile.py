@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from cgdr_des.errors import KernelDiagnostic
-from cgdr_des.isa import AllocTensor, DataCopyExtParams, DataCopyParams, DeQue, Dma, EnQue, FreeTensor, Scalar
+from cgdr_des.isa import AllocTensor, DataCopyExtParams, DataCopyParams, DeQue, Dma, EnQue, FreeTensor
 from cgdr_des.kernel import chunk_math as cm
 from cgdr_des.kernel.emit import (
     ALU,
@@ -28,6 +28,7 @@ from cgdr_des.kernel.emit import (
     gm_store,
     loop,
     scalar,
+    scalar_exp_call,
     vec,
 )
 from cgdr_des.kernel.launch import CHUNK_SIZE as CS
@@ -273,19 +274,19 @@ def _update_state_records(core, ch, out: list) -> None:
     out += [UB_LOAD, *S_V]
     for d in range(sh.dk):
         out += [vec("Muls", V, s0 + 4 * d * V, s0 + 4 * d * V), PB_V]
-    args = [float(a) for a in _exp_args(core, ch)[0]]
+    exps = [scalar_exp_call(float(a)) for a in _exp_args(core, ch)[0]]
 
     def k_row(i: int) -> range:
         return gm.addrs("key", ((ch.t_start + i) * sh.nk + ch.qk_head) * sh.dk, sh.dk)
 
     def one_token(i: int) -> list:
-        recs = [scalar("ub_load", 2), Scalar("exp", 1, args[i])]
+        recs = [scalar("ub_load", 2), exps[i]]
         for a, axpy in zip(k_row(i), axpy_row(V, s0, v0 + 4 * i * V, 4 * V, 0, sh.dk), strict=True):
             recs += [gm_load(a, 2), ALU, *S_V, axpy, PB_V]
         return recs
 
     loop(core, out, L, one_token, gm=lambda i: tuple((a, 2, False) for a in k_row(i)),
-         exp=lambda i: (args[i],))
+         exp=lambda i: ((exps[i].alu, exps[i].div),))
 
 
 def _workspace_rows(core, ch, v_i: int, cv: int, direction: str, out: list) -> None:
