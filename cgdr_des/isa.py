@@ -70,13 +70,16 @@ class Scalar:
     """``count`` scalar operations of one kind executed by the scalar unit itself.
 
     kind: ``alu`` (index maths, compares, float add/mul), ``ub_load`` / ``ub_store``
-    (LocalTensor GetValue / SetValue), ``exp`` (one ScalarExp call: ``k`` halvings + 12 Taylor
-    terms + ``k`` squarings are costed from ``arg`` by the machine), ``div`` (scalar division).
+    (LocalTensor GetValue / SetValue), ``exp`` (one ScalarExp call of argument ``arg``, which the
+    kernel declares as ``alu`` ALU operations and ``div`` divisions: the machine costs it from those
+    counts, knowing nothing of the routine), ``div`` (scalar division).
     """
 
     kind: str
     count: int = 1
     arg: float = 0.0
+    alu: int = 0
+    div: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,17 +295,18 @@ class Repeat:
     may differ in UB and GM addresses and ScalarExp arguments only; equal VecOp op/dtype/n), so the
     compiler's timer can run iterations until one leaves the pipes' relative state unchanged and
     extrapolate the rest (:mod:`cgdr_des.hw.compute_run`). Declared: ``gm(i)`` lists the
-    ``(addr, nbytes, store)`` of iteration i's ScalarGm records in order, ``exp(i)`` the arguments of
-    its ScalarExp calls (count 1 each); without them there are none. The timer extrapolates only over
-    iterations whose cache hits and ScalarExp costs match the steady one's, or, for a body of scalar
-    work only, adds each iteration's declared costs to the rest of its scalar time.
+    ``(addr, nbytes, store)`` of iteration i's ScalarGm records in order, ``exp(i)`` the declared
+    ``(alu, div)`` work of its ScalarExp calls (count 1 each); without them there are none. The
+    timer extrapolates only over iterations whose cache hits and ScalarExp costs match the steady
+    one's, or, for a body of scalar work only, adds each iteration's declared costs to the rest of
+    its scalar time.
     Nothing else takes a Repeat: :func:`expand` gives the records.
     """
 
     n: int
     body: Callable[[int], list]
     gm: Callable[[int], tuple[tuple[int, int, bool], ...]] | None = None
-    exp: Callable[[int], tuple[float, ...]] | None = None
+    exp: Callable[[int], tuple[tuple[int, int], ...]] | None = None
 
 
 def expand(records: list) -> list:

@@ -19,6 +19,7 @@ import numpy as np
 from cgdr_des.errors import InputError
 from cgdr_des.kernel.functional import build_launch, run_functional
 from cgdr_des.numerics.finite import check_outputs
+from cgdr_des.simulation import simulate_launch
 
 
 @dataclass
@@ -119,8 +120,7 @@ def chunk_gated_delta_rule(query, key, value, beta, initial_state, actual_seq_le
         fr = run_functional(launch, policy)
         check_outputs(launch)  # an inf/NaN output is a KernelDiagnostic naming where it started
         return OpResult(fr.out, fr.final_state, fr.counts, None, launch.tiling)
-    from cgdr_des.simulation import simulate_launch
-
-    return simulate_launch(query, key, value, beta, initial_state, actual_seq_lengths, g, scale_value,
-                           numerics=numerics, hardware=hardware, buffer_num=buffer_num, policy=policy,
-                           fidelity=fidelity)
+    launch, result = simulate_launch(query, key, value, beta, initial_state, actual_seq_lengths, g, scale_value,
+                                     numerics=numerics, hardware=hardware, buffer_num=buffer_num,
+                                     policy=policy, fidelity=fidelity)
+    return OpResult(launch.out, launch.final_state, None, result, launch.tiling)

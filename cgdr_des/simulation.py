@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from cgdr_des.hw import Machine, load_profile
 from cgdr_des.hw.costs import check_timing_fields
+from cgdr_des.hw.phase import PhaseCompiler
 from cgdr_des.kernel.batched import compute_numbers
 from cgdr_des.kernel.dispatch import assign_items, compute_avgload
-from cgdr_des.kernel.functional import core_assignments, make_launch
-from cgdr_des.kernel.launch import Shape, ceil_div, should_split
+from cgdr_des.kernel.functional import build_launch, core_assignments, make_launch
+from cgdr_des.kernel.launch import CHUNK_SIZE, Shape, ceil_div, should_split
 from cgdr_des.kernel.policies import COST_POLICIES
-from cgdr_des.kernel.program import core_program
+from cgdr_des.kernel.program import Phase, ReuseStage, core_program
 from cgdr_des.numerics.finite import check_outputs
 from cgdr_des.results.frames import build_result
 from cgdr_des.workload.tensors import draw_g, make_inputs
@@ -22,6 +23,35 @@ from cgdr_des.workload.tensors import draw_g, make_inputs
 #: Per-instruction ops rows are kept up to this many (one row is ~200 bytes in memory); beyond it
 #: only the per-phase spans are (the ops frame is then aggregated, and says so).
 OPS_ROW_LIMIT = 2_000_000
+
+
+class CompileStage:
+    """``phase`` fidelity's compile-and-cache stage between the programs and the machine.
+
+    The first occurrence of each phase key (label and signature) is built, with its loops as
+    isa.Repeat records if the compiler takes them, and handed to ``compiler.compile`` (the machine's
+    PhaseCompiler: its scalar+vector runs timed once and replaced by Macros); later occurrences reuse
+    the compiled records and only compute their numbers. What that loses is each later occurrence's
+    own GM addresses (DMA alignment, data-cache lines) and ScalarExp arguments. One stage serves
+    every core of a launch."""
+
+    def __init__(self, compiler) -> None:
+        self.compiler = compiler
+        self.repeats = bool(getattr(compiler, "accepts_repeat", False))
+        self.cache: dict[tuple, list] = {}
+
+    def __call__(self, item: list | Phase) -> list:
+        if type(item) is list:
+            return item
+        cached = self.cache.get(item.key)
+        if cached is not None:
+            if item.numbers:
+                item.build(None)
+            return cached
+        out: list = []
+        item.build(out)
+        compiled = self.cache[item.key] = self.compiler.compile(out)
+        return compiled
 
 
 def _tensors(sc, lengths):
@@ -44,7 +74,8 @@ def estimated_rows(launch, fidelity: str) -> int:
     def per_chunk(L: int) -> int:
         return 100 if fidelity == "phase" else int(2.3 * L * L) + int(6.6 * L * sh.dk)
 
-    total = sum((n // 64) * per_chunk(64) + (per_chunk(n % 64) if n % 64 else 0) for n in map(int, launch.lengths))
+    cs = CHUNK_SIZE
+    total = sum((n // cs) * per_chunk(cs) + (per_chunk(n % cs) if n % cs else 0) for n in map(int, launch.lengths))
     total *= ceil_div(sh.dv, launch.tiling.v_step)
     return total * sh.nv
 
@@ -85,13 +116,10 @@ def run_launch(launch, prof, *, policy, fidelity, meta=None, progress=None, scen
     keep_ops = estimated_rows(launch, fidelity) <= OPS_ROW_LIMIT
     launch.raw_interlock = check_timing_fields(prof, fidelity)
     numbers_apart = fidelity == "phase" and batched_numbers and launch.numerics != "off"
-    if fidelity == "phase":
-        from cgdr_des.hw.phase import PhaseCompiler
-
-        launch.compiler = PhaseCompiler(prof)
+    stage = CompileStage(PhaseCompiler(prof)) if fidelity == "phase" else ReuseStage()
     if numbers_apart:
         compute_numbers(launch)
-    programs = [core_program(launch, i, numbers=not numbers_apart, assigned=assigned, on_item=on_item)
+    programs = [core_program(launch, i, numbers=not numbers_apart, assigned=assigned, on_item=on_item, stage=stage)
                 for i, assigned in enumerate(core_assignments(launch, policy, assignment))]
     run = Machine(prof, keep_ops=keep_ops).run(programs)
     if progress is not None:
@@ -119,13 +147,11 @@ def _item_cost(launch, prof, policy):
 
 def simulate_launch(query, key, value, beta, initial_state, actual_seq_lengths, g, scale_value, *,
                     numerics, hardware, buffer_num, policy, fidelity):
-    """The op API's timed path: same launch as the functional run, then the machine."""
-    from cgdr_des.kernel.functional import build_launch
-    from cgdr_des.op import OpResult
-
+    """The op API's timed path: same launch as the functional run, then the machine. Returns the
+    launch (its out and final_state filled in) and the Result."""
     prof = load_profile(hardware)
     launch = build_launch(query, key, value, beta, initial_state, actual_seq_lengths, g, scale_value,
                           numerics=numerics, ub_size=prof.ub_usable_bytes, aiv_num=prof.aiv_num, buffer_num=buffer_num)
     result = run_launch(launch, prof, policy=policy, fidelity=fidelity,
                         meta={"scenario_name": "api", "scenario_hash": "", "hardware": prof.name})
-    return OpResult(launch.out, launch.final_state, None, result, launch.tiling)
+    return launch, result

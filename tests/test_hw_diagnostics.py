@@ -23,6 +23,7 @@ from cgdr_des.isa import (
     VecOp,
     WaitFlag,
 )
+from cgdr_des.kernel.emit import scalar_exp_call
 
 
 def _diag(programs, profile: str = "atlas-300i-duo", **overrides) -> str:
@@ -132,7 +133,9 @@ def test_bad_records_are_diagnostics_with_their_location():
     assert "not filled in" in _diag([[SetFlag("V_S", EventHandle())]])
     assert "has no cost" in _diag([[VecOp("Sqrt", "fp32", 64)]])
     assert "not one of alu" in _diag([[Scalar("sqrt")]])
-    assert "never terminates" in _diag([[Scalar("exp", arg=float("-inf"))]])
+    assert "declares no ALU or division work" in _diag([[Scalar("exp", arg=2.0)]])
+    with pytest.raises(KernelDiagnostic, match="never terminates"):     # the kernel refuses to declare it
+        scalar_exp_call(float("-inf"))
     assert "negative" in _diag([[Scalar("alu", -2)]])
     assert "used before InitBuffer" in _diag([[EnQue("q")]])
     assert "DeQue on TQue 'q' with nothing enqueued" in _diag([[InitBuffer("q", "VECIN", 1, 32), DeQue("q")]])

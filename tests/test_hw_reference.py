@@ -10,7 +10,11 @@ The machine computes times lazily on per-automaton clocks; the reference below w
   cycles and completes ``latency`` later; a barrier holds V until all earlier ops completed; a
   SetFlag fires ``flag`` cycles after all earlier V work completed without holding V beyond its own
   ``flag`` cycles; a WaitFlag holds V until a set fired, then ``flag`` cycles.
-- Flags count (``counter`` policy): the k-th wait consumes the k-th set.
+- Flags: the k-th wait of a flag (event, id) consumes its k-th set. A set while the previous set of
+  its flag is not yet consumed is what ``flag_double_set`` decides: ``counter`` lets it be, ``stall``
+  holds the scalar unit at its SetFlag until the previous set is consumed, ``diagnostic`` makes the
+  program illegal (the reference runs it as ``counter`` and checks every pair of consecutive sets
+  of a flag afterwards: set k+1 firing before set k is consumed; the machine must then refuse it).
 
 Random programs (hypothesis) mix scalar work, vector ops, barriers, S->V and V->S flag pairs and
 PipeBarrier<ALL>; every row (pipe, op, start, end) must agree.
@@ -20,10 +24,12 @@ from __future__ import annotations
 
 from collections import deque
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_hw_support import machine, vec_issue, vec_latency
 
+from cgdr_des.errors import KernelDiagnostic
 from cgdr_des.hw import load_profile
 from cgdr_des.isa import PipeBarrier, Scalar, SetFlag, Tag, VecOp, WaitFlag
 
@@ -35,10 +41,11 @@ class Reference:
 
     def __init__(self, p) -> None:
         self.p = p
+        self.illegal = False     # a double set, under flag_double_set = "diagnostic"
 
     def run(self, program):
         p, recs = self.p, list(program)
-        self.rows, self.flags = [], {}
+        self.rows, self.flags, self.history = [], {}, {}
         self.vq, self.v_free, self.v_done = [], p.kernel_launch_cycles, p.kernel_launch_cycles
         self.v_head, self.v_arrival = 0, None
         pc, s_free, s_state, s_arrival = 0, p.kernel_launch_cycles, "start", None
@@ -52,6 +59,7 @@ class Reference:
                     break
                 pc, s_state, s_arrival = pc + 1, "start", None
             if pc == len(recs) and self.v_head == len(self.vq):
+                self.illegal = p.flag_double_set == "diagnostic" and self._double_set()
                 return sorted(self.rows)
             t = self._next_time(t, s_free)
         raise AssertionError("reference did not finish")
@@ -67,15 +75,16 @@ class Reference:
             self.rows.append(("S", rec.kind, t, t + cost))
             return True, t + cost, state, arrival
         if isinstance(rec, SetFlag) and rec.event == "S_V":
-            self.flags.setdefault(rec.event, deque()).append(t + p.flag_cycles)
-            self.rows.append(("S", "SetFlag:S_V", t, t + p.flag_cycles))
+            arrival = t if arrival is None else arrival
+            if p.flag_double_set == "stall" and self.flags.get((rec.event, rec.id)):
+                return False, t, state, arrival      # the previous set is not consumed yet
+            self._fire(rec, t + p.flag_cycles)
+            self.rows.append(("S", "SetFlag:S_V", arrival, t + p.flag_cycles))
             return True, t + p.flag_cycles, state, arrival
         if isinstance(rec, WaitFlag) and rec.event == "V_S":
             arrival = t if arrival is None else arrival
-            fires = self.flags.get(rec.event)
-            if not fires or fires[0] > t:
+            if not self._consume(rec, t):
                 return False, t, state, arrival
-            fires.popleft()
             self.rows.append(("S", "WaitFlag:V_S", arrival, t + p.flag_cycles))
             return True, t + p.flag_cycles, state, arrival
         if isinstance(rec, PipeBarrier) and rec.pipe == "ALL":
@@ -117,19 +126,40 @@ class Reference:
                 self.v_free, e["deq"] = t, t
             elif isinstance(rec, SetFlag):                   # V_S
                 end = max(t, self.v_done) + f
-                self.flags.setdefault(rec.event, deque()).append(end)
+                self._fire(rec, end)
                 self.rows.append(("V", "SetFlag:V_S", t, end))
                 self.v_free, e["deq"] = t + f, t
             else:                                            # WaitFlag S_V
-                fires = self.flags.get(rec.event)
-                if not fires or fires[0] > t:
+                if not self._consume(rec, t):
                     return
-                fires.popleft()
                 end = t + f
                 self.rows.append(("V", "WaitFlag:S_V", a, end))
                 self.v_free, e["deq"] = end, end
             self.v_done = max(self.v_done, end)
             self.v_head, self.v_arrival = self.v_head + 1, None
+
+    # ------------------------------------------------------------- flags
+
+    def _fire(self, rec, cycle: int) -> None:
+        """A set of the record's flag fires at ``cycle``."""
+        key = (rec.event, rec.id)
+        self.flags.setdefault(key, deque()).append(cycle)
+        self.history.setdefault(key, []).append([cycle, None])
+
+    def _consume(self, rec, t: int) -> bool:
+        """A wait at cycle ``t`` consumes the oldest set of its flag if that has fired by then."""
+        key = (rec.event, rec.id)
+        fires = self.flags.get(key)
+        if not fires or fires[0] > t:
+            return False
+        fires.popleft()
+        next(pair for pair in self.history[key] if pair[1] is None)[1] = t
+        return True
+
+    def _double_set(self) -> bool:
+        """Whether some set fired before the previous set of its flag was consumed."""
+        return any(later_fire < consume for sets in self.history.values()
+                   for (_, consume), (later_fire, _) in zip(sets, sets[1:], strict=False))
 
     def _next_time(self, t, s_free):
         cands = [s_free, self.v_free, self.v_done]
@@ -161,7 +191,8 @@ block = st.one_of(
 programs = st.lists(block, min_size=1, max_size=40).map(lambda bs: [r for b in bs for r in b])
 knobs = st.fixed_dictionaries({
     "queue_depth": st.integers(1, 6), "flag_cycles": st.integers(1, 3), "vec_api_scalar_cycles": st.integers(0, 5),
-    "scalar_dispatch_cycles": st.integers(1, 2), "flag_double_set": st.just("counter"),
+    "scalar_dispatch_cycles": st.integers(1, 2),
+    "flag_double_set": st.sampled_from(["counter", "stall", "diagnostic"]),
 })
 
 
@@ -170,10 +201,15 @@ def _machine_rows(program, overrides):
     return sorted((row[1], row[2], row[8], row[9]) for row in r.ops), r
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs, knobs)
 def test_machine_matches_the_cycle_driven_reference(program, overrides):
-    ref = Reference(load_profile("atlas-300i-duo", overrides)).run(program)
+    reference = Reference(load_profile("atlas-300i-duo", overrides))
+    ref = reference.run(program)
+    if reference.illegal:
+        with pytest.raises(KernelDiagnostic, match="while the flag is still set"):
+            machine(**overrides).run([program])
+        return
     got, r = _machine_rows(program, overrides)
     assert got == ref
     assert r.makespan == max([load_profile("atlas-300i-duo").kernel_launch_cycles] + [row[3] for row in ref])
@@ -187,3 +223,24 @@ def test_reference_agrees_on_a_hand_checked_case():
     assert ref == [("S", "WaitFlag:V_S", 306, 331), ("S", "alu", 331, 333), ("V", "Mul", 305, 329),
                    ("V", "SetFlag:V_S", 307, 330)]
     assert _machine_rows(prog, {})[0] == ref
+
+
+@pytest.mark.parametrize("policy", ["counter", "stall", "diagnostic"])
+def test_each_policy_on_a_set_before_the_previous_one_is_consumed(policy):
+    """S sets S_V(0) twice while V is still busy with a long op ahead of the first wait."""
+    prog = [VecOp("Exp", "fp32", 4096), SetFlag("S_V", 0), WaitFlag("S_V", 0), SetFlag("S_V", 0),
+            WaitFlag("S_V", 0)]
+    reference = Reference(load_profile("atlas-300i-duo", {"flag_double_set": policy}))
+    ref = reference.run(prog)
+    assert reference.illegal == (policy == "diagnostic")
+    if reference.illegal:
+        with pytest.raises(KernelDiagnostic):
+            machine(flag_double_set=policy).run([prog])
+        return
+    assert _machine_rows(prog, {"flag_double_set": policy})[0] == ref
+    second_set = [row for row in ref if row[1] == "SetFlag:S_V"][1]
+    first_wait = [row for row in ref if row[1] == "WaitFlag:S_V"][0]
+    if policy == "stall":       # the second set fires only after the first was consumed
+        assert second_set[3] >= first_wait[3] - load_profile("atlas-300i-duo").flag_cycles
+    else:
+        assert second_set[3] < first_wait[3]

@@ -32,6 +32,7 @@ from cgdr_des.hw.compute_run import time_compute_run
 from cgdr_des.hw.dcache import DataCache
 from cgdr_des.hw.phase import PhaseCompiler, PhaseRecorder
 from cgdr_des.isa import EventHandle, FetchEventID, Repeat, Scalar, ScalarGm, SetFlag, VecOp, WaitFlag, expand
+from cgdr_des.kernel.emit import scalar_exp_call
 from cgdr_des.kernel.functional import build_launch
 from cgdr_des.workload.tensors import make_inputs
 
@@ -121,14 +122,14 @@ def canon(records: list) -> list:
 def _phases(L: int, repeats: bool, dk=128, dv=128):
     x = make_inputs([L], 1, 1, dk, dv, seed=0)
     launch = build_launch(*args(x), numerics="off", ub_size=P.ub_bytes, aiv_num=P.aiv_num)
-    launch.compiler = PhaseRecorder(repeats=repeats)
-    return launch_phases_with(launch, launch.compiler)
+    return launch_phases_with(launch, PhaseRecorder(repeats=repeats))
 
 
 def launch_phases_with(launch, recorder):
     from cgdr_des.kernel.program import core_program
+    from cgdr_des.simulation import CompileStage
 
-    for _ in core_program(launch, 0):
+    for _ in core_program(launch, 0, stage=CompileStage(recorder)):
         pass
     return recorder.phases
 
@@ -172,7 +173,7 @@ def _declared(body: list, i: int, stride: int, exps: list[float]) -> list:
         if type(r) is ScalarGm:
             r = ScalarGm(r.addr + stride * i, r.nbytes, r.store)
         elif type(r) is Scalar and r.kind == "exp":
-            r = Scalar("exp", 1, next(e))
+            r = scalar_exp_call(next(e))
         out.append(r)
     return out
 
@@ -193,7 +194,7 @@ def test_repeats_declaring_gm_and_exp_time_as_their_expansion(policy, pre, body,
         return tuple((r.addr, r.nbytes, r.store) for r in it(i) if type(r) is ScalarGm)
 
     def exp(i):
-        return tuple(r.arg for r in it(i) if type(r) is Scalar and r.kind == "exp")
+        return tuple((r.alu, r.div) for r in it(i) if type(r) is Scalar and r.kind == "exp")
 
     rep = Repeat(n, it, gm, exp)
     records = [*pre, Repeat(3, lambda i: [*pre, rep]) if nest else rep, *pre]

@@ -17,6 +17,7 @@ from cgdr_des.isa import (
     VecOp,
     WaitFlag,
 )
+from cgdr_des.kernel.emit import scalar_exp_call
 
 P = load_profile("atlas-300i-duo")
 F = P.flag_cycles
@@ -127,7 +128,7 @@ def _exp_cycles_by_counting(arg: float) -> int:
 
 def test_scalar_exp_cost_follows_its_argument():
     args = [0.0, 0.5, -1.0, 3.0, -37.5, 1024.0, 1e6]
-    s = rows(run([[Scalar("exp", arg=x) for x in args]]), pipe="S")
+    s = rows(run([[scalar_exp_call(x) for x in args]]), pipe="S")
     assert [d["end"] - d["start"] for d in s] == [_exp_cycles_by_counting(x) for x in args]
 
 

@@ -28,14 +28,16 @@ SHAPES = {  # (lengths, nk, nv, dk, dv, chunk)
 }
 
 
-def run_phases(c, upto: str | None = None) -> dict[str, list]:
-    """Run phases 1-5 in program order (skipping 3.5 when Q is not cached); records per phase."""
+def run_phases(c, upto: str | None = None, emit: bool = True) -> dict[str, list | None]:
+    """Run phases 1-5 in program order (skipping 3.5 when Q is not cached); records per phase
+    (``emit`` False: the phases get no record list, as the program builds numbers only, and map to None)."""
     emitted = {}
-    for name, fn in CHUNK_PHASES:
+    for info in CHUNK_PHASES:
+        name = info.label
         if name == "P3.5_QCache" and not phases.can_cache_attn_query(c.core, c.ch.L):
             continue
-        emitted[name] = []
-        fn(c.core, c.ch, emitted[name])
+        emitted[name] = [] if emit else None
+        info.run(c.core, c.ch, None, emitted[name])
         if name == upto:
             break
     return emitted
@@ -266,8 +268,7 @@ def test_off_numerics_emit_the_same_records_and_compute_nothing():
 
 def test_no_emit_computes_the_same_numbers_and_no_records():
     loud, quiet = one_chunk([64], 1, 1, 64, 64), one_chunk([64], 1, 1, 64, 64)
-    quiet.core.emit = False
-    assert all(recs == [] for recs in run_phases(quiet).values())
+    assert all(recs is None for recs in run_phases(quiet, emit=False).values())
     run_phases(loud)
     for name in ("chunkKFp32", "chunkScoresFp32", "decayMaskFp32"):
         np.testing.assert_array_equal(quiet.core.views[name], loud.core.views[name])

@@ -18,6 +18,7 @@ from cgdr_des.hw.phase import PhaseCompiler, PhaseRecorder
 from cgdr_des.isa import expand
 from cgdr_des.kernel.functional import build_launch
 from cgdr_des.kernel.program import core_program
+from cgdr_des.simulation import CompileStage
 from cgdr_des.workload.tensors import make_inputs
 
 PROFILE, L, DK, DV, REPEAT = "atlas-300i-duo", 64, 128, 128, 5
@@ -27,8 +28,8 @@ def chunk_phases(prof) -> list[list]:
     x = make_inputs([L], 1, 1, DK, DV, seed=0)
     launch = build_launch(x.query, x.key, x.value, x.beta, x.initial_state, x.actual_seq_lengths, x.g,
                           x.scale_value, numerics="off", ub_size=prof.ub_bytes, aiv_num=prof.aiv_num)
-    launch.compiler = cap = PhaseRecorder(repeats=True)
-    for _ in core_program(launch, 0):
+    cap = PhaseRecorder(repeats=True)
+    for _ in core_program(launch, 0, stage=CompileStage(cap)):
         pass
     return cap.phases
 

@@ -9,11 +9,13 @@ Public API::
     OP_COLUMNS, SPAN_COLUMNS, CORE_KEYS
     cgdr_des.hw.phase.PhaseCompiler(profile).compile(records) -> records   (``phase`` fidelity)
 
-Modules: ``profile`` (hardware data, ``profiles/*.toml``), ``costs`` (cost formulas), ``machine``
-(runs and results), ``core`` (one AIV and how its automata are scheduled), ``scalar`` / ``pipes``
-(the automata), ``flags`` (flags, event ids), ``tque`` (UB, TQue/TBuf), ``dma`` (DataCopy checks),
-``dcache`` (scalar data cache), ``gm`` (shared GM bandwidth), ``phase`` (Macro compilation),
-``diagnostics``.
+Modules: ``profile`` (hardware data, ``profiles/*.toml``), ``costs`` (per-record cost tables from
+the profile), ``rules`` (the timing rules, each one pure function, shared by the machine and the
+compute-run timer), ``records`` (spans, queue entries), ``machine`` (runs and results), ``core`` (one
+AIV and how its automata are scheduled), ``scalar`` / ``pipes`` (the automata), ``flags`` (flags,
+event ids), ``tque`` (UB, TQue/TBuf), ``dma`` (DataCopy checks), ``dcache`` (scalar data cache),
+``gm`` (shared GM bandwidth), ``phase`` (Macro compilation), ``compute_run`` / ``compute_state``
+(the one-pass compute-run timer), ``diagnostics``.
 """
 
 from cgdr_des.hw.machine import CORE_KEYS, OP_COLUMNS, SPAN_COLUMNS, Machine, MachineRun

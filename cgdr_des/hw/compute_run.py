@@ -28,12 +28,12 @@ SetFlag in program order, each entry's times depend only on earlier entries:
   free again only ``flag_cycles`` after it; so the set-side check is made for S's sets only.
 
 Repeat (:class:`~cgdr_des.isa.Repeat`: n iterations of a body whose records cost alike). The scan
-walks iterations, comparing the state before and after each in relative terms (:meth:`_State.relative`):
+walks iterations, comparing the state before and after each in relative terms (:meth:`ScanState.relative`):
 S's clock is the origin; every cycle later records compare only with S's clock or later reads as its
 offset, or as 0 (-1 for a pending set's fire cycle) once at or below the clock. When an iteration
 leaves that relative state as it found it, the next iteration meets the same relative state and, if
 it has the same costs, is the same iteration shifted by its duration, and so is every one after it
-with the same costs: they are added at once (:meth:`_State.extrapolate`). Without declared costs
+with the same costs: they are added at once (:meth:`ScanState.extrapolate`). Without declared costs
 (no ScalarGm or ScalarExp, and no data-cache access seen) that is all the remaining iterations; with
 ``Repeat.gm`` / ``Repeat.exp`` it is the following iterations whose accesses hit and miss as the
 steady one's did and whose ScalarExp arguments cost what its did (the cache is touched for them in
@@ -58,16 +58,15 @@ so far: a caller that falls back restores it first.
 
 from __future__ import annotations
 
-from collections import deque
 from typing import NamedTuple
 
 from cgdr_des.errors import KernelDiagnostic
-from cgdr_des.hw.costs import exp_work, scalar_kind_cycles, vec_params
+from cgdr_des.hw.compute_state import ScanState, Totals
+from cgdr_des.hw.costs import scalar_kind_cycles, vec_params
 from cgdr_des.hw.profile import Profile
 from cgdr_des.hw.rules import (
     arrival,
     barrier,
-    cover,
     flag_set,
     flag_wait,
     hand_over,
@@ -76,13 +75,10 @@ from cgdr_des.hw.rules import (
     scalar_gm,
     set_while_set,
     vec_call_scalar,
-    vec_issue,
     vec_op,
 )
 from cgdr_des.isa import PipeBarrier, Repeat, Scalar, ScalarGm, SetFlag, VecOp, WaitFlag
 
-#: The HardEvents a compute run may use: S sets S_V and V waits it; V sets V_S and S waits it; V_V is V's.
-COMPUTE_EVENTS = ("S_V", "V_S", "V_V")
 _VEC, _BAR, _SET, _WAIT = range(4)   # what V does with an entry S handed over
 
 
@@ -122,7 +118,7 @@ class ComputeRunTimer:
     def scan(self, records: list, start: int, dcache) -> tuple[RunTiming, int]:
         """Time the maximal compute run beginning at ``records[start]``; returns (timing, end index)."""
         t0 = self.profile.kernel_launch_cycles
-        st = _State(t0, self.profile.queue_depth, self.profile.event_ids_per_hard_event)
+        st = ScanState(t0, self.profile.queue_depth, self.profile.event_ids_per_hard_event)
         stop = self._walk(records, start, st, dcache)
         if any(any(pending) for pending, _ in st.flags.values()):
             raise KernelDiagnostic("a SetFlag of the run is not waited in it")
@@ -131,7 +127,7 @@ class ComputeRunTimer:
             return RunTiming(st.t - t0, 0, 0, counts, st.s_stall, 0, 0), stop
         return RunTiming(st.t - t0, st.first - t0, st.done - t0, counts, st.s_stall, st.v_busy, st.v_stall), stop
 
-    def _walk(self, records: list, start: int, st: _State, dcache, seen: list | None = None) -> int:
+    def _walk(self, records: list, start: int, st: ScanState, dcache, seen: list | None = None) -> int:
         """Advance ``st`` through ``records[start:]`` up to the first record outside the compute subset;
         returns its index (``len(records)`` if none). ``seen``: where to note whether each ScalarGm hit.
 
@@ -183,10 +179,9 @@ class ComputeRunTimer:
                 continue
             if typ is VecOp:
                 try:
-                    w, cpr, lat = vp[rec.dtype][rec.op]
+                    params = vp[rec.dtype][rec.op]
                 except KeyError:
                     raise KernelDiagnostic(f"VecOp {rec.op!r} / {rec.dtype!r} has no cost") from None
-                iss = vec_issue(rec.n, w, cpr)
                 t += api        # the mask set-up before the hand-over
                 code = _VEC
                 n_vec += 1
@@ -199,34 +194,17 @@ class ComputeRunTimer:
                     break
                 if not 0 <= rid < n_ids:
                     raise KernelDiagnostic(f"{ev}: event id {rid} outside 0..{n_ids - 1}")
-                pl, cons = state
-                pend = pl[rid]
-                if typ is SetFlag:
+                pend, cons = state[0][rid], state[1]
+                is_set = typ is SetFlag
+                if is_set:
                     n_sets[ev] += 1
-                    if ev != "S_V":     # V sets V_S and V_V
-                        code = _SET
-                    else:               # S sets S_V itself
-                        if stall_policy and pend:
-                            raise KernelDiagnostic(f"SetFlag<{ev}>({rid}) waits for a set not waited before it")
-                        t, stall = scalar_flag_set(t, cons[rid], f, stall_policy)
-                        s_stall += stall
-                        if diag_double and not pend and set_while_set(t, cons[rid]):
-                            raise KernelDiagnostic(f"SetFlag<{ev}>({rid}) fires while the flag is still set")
-                        pend.append(t)
-                        continue
-                else:
-                    if not pend:
-                        raise KernelDiagnostic(f"WaitFlag<{ev}>({rid}) has no earlier SetFlag in the run")
-                    if ev != "V_S":     # V waits S_V and V_V
-                        code = _WAIT
-                    else:               # S waits V_S itself
-                        c, free_s = flag_wait(t, pend.popleft(), f)
-                        if pend and diag_double and set_while_set(pend[0], c):
-                            raise KernelDiagnostic(f"SetFlag<{ev}>({rid}) fires while the flag is still set")
-                        cons[rid] = c
-                        s_stall += c - t
-                        t = free_s
-                        continue
+                elif not pend:
+                    raise KernelDiagnostic(f"WaitFlag<{ev}>({rid}) has no earlier SetFlag in the run")
+                if ev == ("S_V" if is_set else "V_S"):      # the scalar unit's own side
+                    t, stall = _s_flag(is_set, pend, cons, rid, ev, t, f, stall_policy, diag_double)
+                    s_stall += stall
+                    continue
+                code = _SET if is_set else _WAIT            # V sets V_S, V_V and waits S_V, V_V
             elif typ is PipeBarrier and rec.pipe == "V":
                 code = _BAR
                 n_bar += 1
@@ -242,40 +220,34 @@ class ComputeRunTimer:
             t, stall = hand_over(t, ring[0], disp)
             s_stall += stall
             n_v += 1
+            if code == _VEC:
+                a, free, end, added, cov = vec_op(free, t, rec.n, params, cov)
+                v_busy += added
+                ring_append(a)
+                if first is None:
+                    first = a
+                if end > done:
+                    done = end
+                continue
             a = arrival(free, t)
             if first is None:
                 first = a
-            if code == _VEC:
-                free, end = vec_op(a, iss, lat)
-                added, cov = cover(a, end, cov)
-                v_busy += added
-                ring_append(a)
-            elif code == _BAR:
+            if code == _BAR:
                 end = free = barrier(a, done)
                 v_stall += end - a
                 ring_append(end)
-            elif code == _SET:     # no double-set check: see the module docstring
-                free, end = flag_set(a, done, f)
-                pend.append(end)
-                added, cov = cover(end - f, end, cov)
-                v_busy += added
-                ring_append(a)
             else:
-                c, end = flag_wait(a, pend.popleft(), f)
-                if pend and diag_double and set_while_set(pend[0], c):
-                    raise KernelDiagnostic(f"SetFlag<{ev}>({rid}) fires while the flag is still set")
-                cons[rid] = c
-                v_stall += c - a
-                free = end
-                added, cov = cover(c, end, cov)
+                free, end, deq, stall, added, cov = _v_flag(code == _SET, a, done, cov, pend, cons, rid, ev, f,
+                                                            diag_double)
+                v_stall += stall
                 v_busy += added
-                ring_append(end)
+                ring_append(deq)
             if end > done:
                 done = end
         st.put(t, free, done, cov, s_stall, v_busy, v_stall, n_vec, n_bar, n_ld, n_st, first, n_v)
         return stop
 
-    def _repeat(self, rep: Repeat, st: _State, dcache) -> None:
+    def _repeat(self, rep: Repeat, st: ScanState, dcache) -> None:
         """Run ``rep``'s iterations on ``st``; once one leaves the relative state unchanged, add the
         following iterations' shift and counts at once (exact: module docstring, "Repeat"): all the
         rest when the body declares no ScalarGm or ScalarExp, else as many as meet the same cache
@@ -319,7 +291,7 @@ class ComputeRunTimer:
                 st.extrapolate(snap, k - i)
                 i = k
 
-    def _add_scalar_iterations(self, rep: Repeat, i: int, st: _State, snap: Totals, key: tuple, dcache) -> None:
+    def _add_scalar_iterations(self, rep: Repeat, i: int, st: ScanState, snap: Totals, key: tuple, dcache) -> None:
         """Iterations i.. of a Repeat whose body is scalar work only (the walked one handed V nothing
         and set or waited no flag): S runs them back to back with nothing to wait for, so each takes
         the walked iteration's scalar time but for its own declared costs, ScalarExp cycles and data
@@ -343,7 +315,7 @@ class ComputeRunTimer:
 
     def _exp_costs(self, rep: Repeat, i: int) -> tuple:
         """The cycles of iteration i's declared ScalarExp calls."""
-        return tuple(_arg_cycles(a, self.profile) for a in rep.exp(i)) if rep.exp is not None else ()
+        return tuple(_work_cycles(w, self.profile) for w in rep.exp(i)) if rep.exp is not None else ()
 
     def _gm_cycles(self, accesses, hits) -> int:
         """What ScalarGm ``accesses`` ((addr, nbytes, store) each) cost S, given which of them hit."""
@@ -378,110 +350,44 @@ class ComputeRunTimer:
         return False
 
 
-def _scalar_only(st: _State, snap: Totals, cons: tuple) -> bool:
+def _scalar_only(st: ScanState, snap: Totals, cons: tuple) -> bool:
     """Whether the iteration since ``snap`` (a totals()) and ``cons`` (a consumes()) was S's alone:
     nothing handed to V, no flag set or consumed."""
     return st.n_v == snap.n_v and st.n_sets == snap.n_sets and st.consumes() == cons
 
 
-class Totals(NamedTuple):
-    """A snapshot of a scan's state (:meth:`_State.totals`): S's clock, V's cycles, the busy and stall
-    totals, the counts and how many entries went to V."""
-
-    t: int
-    free: int
-    done: int
-    cov: int
-    s_stall: int
-    v_busy: int
-    v_stall: int
-    n_vec: int
-    n_bar: int
-    n_ld: int
-    n_st: int
-    first: int | None
-    n_v: int
-    n_sets: dict
-    scalar_n: dict
+def _s_flag(is_set: bool, pend, cons: list, rid: int, ev: str, t: int, f: int, stall_policy: bool,
+            diag_double: bool) -> tuple[int, int]:
+    """The scalar unit at ``t`` sets S_V or waits V_S (flag ``rid``: its pending fires ``pend`` and
+    the consume cycles ``cons``); returns its new clock and the cycles it stalled."""
+    if is_set:
+        if stall_policy and pend:
+            raise KernelDiagnostic(f"SetFlag<{ev}>({rid}) waits for a set not waited before it")
+        fire, stall = scalar_flag_set(t, cons[rid], f, stall_policy)
+        if diag_double and not pend and set_while_set(fire, cons[rid]):
+            raise KernelDiagnostic(f"SetFlag<{ev}>({rid}) fires while the flag is still set")
+        pend.append(fire)
+        return fire, stall
+    c, free, _, _ = flag_wait(t, pend.popleft(), f)
+    if pend and diag_double and set_while_set(pend[0], c):
+        raise KernelDiagnostic(f"SetFlag<{ev}>({rid}) fires while the flag is still set")
+    cons[rid] = c
+    return free, c - t
 
 
-class _State:
-    """What the scan carries from record to record: S's clock; V's free/done/cover cycles, first
-    start and the ring of dequeue cycles; the flags; the stall/busy totals and counts."""
-
-    __slots__ = ("t", "free", "done", "cov", "s_stall", "v_busy", "v_stall", "n_vec", "n_bar", "n_ld", "n_st",
-                 "first", "n_v", "ring", "flags", "n_sets", "scalar_n")
-
-    def __init__(self, t0: int, depth: int, n_ids: int) -> None:
-        self.put(t0, t0, t0, t0, 0, 0, 0, 0, 0, 0, 0, None, 0)   # n_v: entries handed to V
-        self.ring = deque([t0] * depth, maxlen=depth)   # dequeue cycles of the last ``depth`` V entries
-        self.flags = {ev: _flag_state(n_ids) for ev in COMPUTE_EVENTS}   # event -> (pending sets, consumes)
-        self.n_sets = dict.fromkeys(COMPUTE_EVENTS, 0)
-        self.scalar_n: dict[str, int] = {}
-
-    def scalars(self) -> tuple:
-        return (self.t, self.free, self.done, self.cov, self.s_stall, self.v_busy, self.v_stall, self.n_vec,
-                self.n_bar, self.n_ld, self.n_st, self.first, self.n_v)
-
-    def put(self, t, free, done, cov, s_stall, v_busy, v_stall, n_vec, n_bar, n_ld, n_st, first, n_v) -> None:
-        (self.t, self.free, self.done, self.cov, self.s_stall, self.v_busy, self.v_stall, self.n_vec,
-         self.n_bar, self.n_ld, self.n_st, self.first, self.n_v) = (t, free, done, cov, s_stall, v_busy, v_stall,
-                                                                    n_vec, n_bar, n_ld, n_st, first, n_v)
-
-    def relative(self) -> tuple:
-        """Everything later records can observe, relative to S's clock ``t``. Later records compare
-        free, done, cover, dequeue and consume cycles only with cycles >= t, so any of them <= t reads
-        as t (0 here); a pending set's fire cycle also meets ``<`` against a consume cycle that may
-        equal t, so one below t reads as -1. Flags are listed only where they hold something."""
-        t = self.t
-        ring = tuple([x - t if x > t else 0 for x in self.ring])
-        flags = [(ev, rid, tuple([x - t if x >= t else -1 for x in fires]), c - t if c > t else 0)
-                 for ev, (pend, cons) in self.flags.items()
-                 for rid, (fires, c) in enumerate(zip(pend, cons, strict=True)) if fires or c > t]
-        free, done, cov = self.free - t, self.done - t, self.cov - t
-        return (free if free > 0 else 0, done if done > 0 else 0, cov if cov > 0 else 0, self.first is None,
-                ring, flags)
-
-    def consumes(self) -> tuple:
-        return tuple(tuple(cons) for _, cons in self.flags.values())
-
-    def totals(self) -> Totals:
-        """A snapshot of the clocks, totals and counts (what :meth:`extrapolate` grows from)."""
-        return Totals(*self.scalars(), dict(self.n_sets), dict(self.scalar_n))
-
-    def extrapolate(self, before: Totals, left: int) -> None:
-        """Account for ``left`` more iterations, each a copy of the one that took the state from
-        ``before`` (a :meth:`totals`) to now, shifted by its duration: every cycle moves on by
-        ``left`` durations, every total and count grows by ``left`` iterations' worth. ``done`` moves
-        only if the iteration handed V something: each such iteration ends V's work at or past its own
-        start, so past the previous done (which it may equal: an iteration that only adds to done
-        what equals it still moves it next time); with nothing for V it stays where it was."""
-        (t, _, _, _, s_stall, v_busy, v_stall, n_vec, n_bar, n_ld, n_st, _, n_v, n_sets, scalar_n) = before
-        shift = (self.t - t) * left
-        self.t += shift
-        self.free += shift
-        self.cov += shift
-        if self.n_v != n_v:
-            self.done += shift
-            self.n_v += (self.n_v - n_v) * left
-        ring = self.ring
-        for i in range(len(ring)):
-            ring[i] += shift
-        for pend, cons in self.flags.values():
-            for fires in pend:
-                for i in range(len(fires)):
-                    fires[i] += shift
-            cons[:] = [c + shift for c in cons]
-        self.s_stall += (self.s_stall - s_stall) * left
-        self.v_busy += (self.v_busy - v_busy) * left
-        self.v_stall += (self.v_stall - v_stall) * left
-        self.n_vec += (self.n_vec - n_vec) * left
-        self.n_bar += (self.n_bar - n_bar) * left
-        self.n_ld += (self.n_ld - n_ld) * left
-        self.n_st += (self.n_st - n_st) * left
-        for counts, old in ((self.n_sets, n_sets), (self.scalar_n, scalar_n)):
-            for k, n in counts.items():
-                counts[k] = n + (n - old.get(k, 0)) * left
+def _v_flag(is_set: bool, a: int, done: int, cov: int, pend, cons: list, rid: int, ev: str, f: int,
+            diag_double: bool) -> tuple[int, int, int, int, int, int]:
+    """V sets V_S / V_V or waits S_V / V_V, arriving at ``a``: ``(free, end, dequeue cycle, stall, busy
+    added, cover)``. No double-set check on a set V executes: see the module docstring."""
+    if is_set:
+        free, end, added, cov = flag_set(a, done, f, cov)
+        pend.append(end)
+        return free, end, a, 0, added, cov
+    c, end, added, cov = flag_wait(a, pend.popleft(), f, cov)
+    if pend and diag_double and set_while_set(pend[0], c):
+        raise KernelDiagnostic(f"SetFlag<{ev}>({rid}) fires while the flag is still set")
+    cons[rid] = c
+    return end, end, end, c - a, added, cov
 
 
 def time_compute_run(run: list, profile: Profile, dcache) -> RunTiming:
@@ -492,20 +398,15 @@ def time_compute_run(run: list, profile: Profile, dcache) -> RunTiming:
 def _exp_cycles(rec, profile: Profile) -> int:
     if rec.kind != "exp":
         raise KernelDiagnostic(f"Scalar kind {rec.kind!r} has no cost")
-    return rec.count * _arg_cycles(rec.arg, profile)
+    if rec.alu <= 0 and rec.div <= 0:
+        raise KernelDiagnostic(f"Scalar exp(arg={rec.arg}) declares no ALU or division work")
+    return rec.count * _work_cycles((rec.alu, rec.div), profile)
 
 
-def _arg_cycles(arg: float, profile: Profile) -> int:
-    try:
-        alu_ops, div_ops = exp_work(arg)
-        return scalar_exp(alu_ops, div_ops, profile.scalar_alu_cycles, profile.scalar_div_cycles)
-    except ValueError as exc:
-        raise KernelDiagnostic(f"Scalar exp(arg={arg}): {exc}") from None
-
-
-def _flag_state(n_ids: int) -> tuple[list, list]:
-    """Per id of one event: the fire cycles of sets not yet consumed, and the last consume cycle."""
-    return [deque() for _ in range(n_ids)], [-1] * n_ids
+def _work_cycles(work: tuple[int, int], profile: Profile) -> int:
+    """Cycles of one ScalarExp call declaring ``work`` = (ALU operations, divisions)."""
+    alu_ops, div_ops = work
+    return scalar_exp(alu_ops, div_ops, profile.scalar_alu_cycles, profile.scalar_div_cycles)
 
 
 def _counts(scalar_n: dict, n_vec: int, n_bar: int, n_ld: int, n_st: int, n_sets: dict) -> tuple:

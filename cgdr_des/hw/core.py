@@ -37,8 +37,8 @@ from cgdr_des.hw.diagnostics import HwFault, at, flag_name, tag_text
 from cgdr_des.hw.dma import check_dma, dma_numbers
 from cgdr_des.hw.flags import EventIdPool, FlagTable
 from cgdr_des.hw.pipes import PipeState, mte_pipe, vector_pipe
-from cgdr_des.hw.records import DMA, WAIT, Span
-from cgdr_des.hw.scalar import Block, scalar_unit
+from cgdr_des.hw.records import DMA, WAIT, MacroTally, Span
+from cgdr_des.hw.scalar import ScalarUnit, scalar_unit
 from cgdr_des.hw.tque import UnifiedBuffer
 
 
@@ -59,12 +59,12 @@ class Core:
         self.pipe_list = list(self.pipes.values())
         self.spans: list[Span] = []
         self.counts: dict[str, defaultdict] = {}
-        #: Macro counts, tallied as (phase counts, the macro's counts, times seen): a replayed Macro
-        #: stands for a dozen kinds, added to ``counts`` once at the end (counter) instead of per replay
-        self.macro_counts: dict[tuple[int, int], list] = {}
+        #: Macro counts, tallied per (phase, macro): a replayed Macro stands for a dozen kinds, added
+        #: to ``counts`` once at the end (counter) instead of per replay
+        self.macro_counts: dict[tuple[int, int], MacroTally] = {}
         self.ready: list = []
         self.wake_ev = None
-        self.s_done, self.s_block = False, None
+        self.s_done, self.s_unit = False, None
         self.s_t = self.s_busy = self.s_stall = self.n_records = 0
         self.gm_read = self.gm_written = 0
         self.s_gen = scalar_unit(self, program)
@@ -102,7 +102,7 @@ class Core:
     def finish_scalar(self, t: int, stall: int, n_records: int) -> None:
         """The scalar unit is sequential: it was busy whenever it was not stalled."""
         self.s_t, self.s_busy, self.s_stall, self.n_records = t, t - self.t0 - stall, stall, n_records
-        self.s_done, self.s_block = True, None
+        self.s_done = True
 
     def _transfer_done(self, P: PipeState):
         def on_done(_tr) -> None:
@@ -163,9 +163,9 @@ class Core:
                 "first_V": V.first, "last_V": V.done if V.first is not None else None}
 
     def counter(self) -> Counter:
-        for cnt, counts, times in self.macro_counts.values():
-            for kind, n in counts:
-                cnt[kind] += n * times
+        for tally in self.macro_counts.values():
+            for kind, n in tally.counts:
+                tally.phase_counts[kind] += n * tally.times
         self.macro_counts.clear()
         return Counter({(phase, kind): n for phase, kinds in self.counts.items() for kind, n in kinds.items()})
 
@@ -173,26 +173,26 @@ class Core:
         """One line per automaton that still has work, saying what it waits for and where."""
         lines = []
         if not self.s_done:
-            lines.append(f"core {self.cid} S: {_describe_s(self.s_block)}")
+            lines.append(f"core {self.cid} S: {_describe_s(self.s_unit)}")
         for P in self.pipe_list:
             if P.q or P.outstanding:
                 lines.append(f"core {self.cid} {P.name}: {_describe_head(P)}")
         return lines
 
 
-def _describe_s(block: Block | None) -> str:
-    if block is None:
+def _describe_s(su: ScalarUnit | None) -> str:
+    if su is None or su.wait_kind is None:
         return "not finished"
-    obj = block.what
-    if block.kind == "flag":
+    obj = su.wait_on
+    if su.wait_kind == "flag":
         what = f"waits in {flag_name('WaitFlag', obj)} for a SetFlag that never comes"
-    elif block.kind == "set":
+    elif su.wait_kind == "set":
         what = f"waits in {flag_name('SetFlag', obj)} for the previous set to be consumed"
-    elif block.kind == "room":
+    elif su.wait_kind == "room":
         what = f"waits for a free slot in the full {obj.name} queue ({len(obj.q)} entries)"
     else:
         what = f"waits in PipeBarrier<ALL> for {', '.join(obj)} to drain"
-    return f"{what}, at record #{block.idx} ({tag_text(block.span)})"
+    return f"{what}, at record #{su.idx} ({tag_text(su.span)})"
 
 
 def _describe_head(P: PipeState) -> str:

@@ -7,7 +7,7 @@ Every function here is a closed form of profile fields, so tests can recompute t
   issue ends. The next V instruction may start when the issue ends (pipelined); behind a
   ``PipeBarrier<V>`` it waits for the completion.
 - Scalar: ``count`` times the per-kind cost; ``exp`` is a ScalarExp call costed from the ALU and
-  division work it does for its argument (:func:`exp_work`, :func:`.rules.scalar_exp`).
+  division work the kernel declares for it (:func:`.rules.scalar_exp`).
 - DMA: ``latency + overhead`` cycles before the first byte (no bandwidth used), then the bytes at the
   rate the GM bus grants, at most the per-core peak, times ``dma_unaligned_efficiency`` when the GM
   address is not ``dma_aligned_bytes``-aligned.
@@ -15,22 +15,9 @@ Every function here is a closed form of profile fields, so tests can recompute t
 
 from __future__ import annotations
 
-import math
-
 from cgdr_des.errors import InputError
 from cgdr_des.hw.profile import Profile
 from cgdr_des.hw.rules import dma_first_byte
-
-# ScalarExp (kernel source chunk_gated_delta_rule.h:263-284): op counts per part of the routine.
-# abs/compare/select and the three initialisations; per halving: compare, multiply, increment;
-# per Taylor term: int->float cast, multiply, add, loop compare (+ one division); per squaring:
-# multiply and loop compare; the final sign test. A negative argument adds one reciprocal.
-EXP_TAYLOR_TERMS = 12
-EXP_FIXED_ALU = 6
-EXP_ALU_PER_HALVING = 3
-EXP_ALU_PER_TERM = 4
-EXP_DIV_PER_TERM = 1
-EXP_ALU_PER_SQUARING = 2
 
 
 def vec_params(profile: Profile) -> dict[str, dict[str, tuple[int, int, int]]]:
@@ -41,26 +28,6 @@ def vec_params(profile: Profile) -> dict[str, dict[str, tuple[int, int, int]]]:
         for dtype, width in widths.items():
             out.setdefault(dtype, {})[op] = (width, cpr, profile.vec_latency_cycles(op, dtype))
     return out
-
-
-def exp_halvings(arg: float) -> int:
-    """How many times ScalarExp halves ``|arg|`` before it is <= 1 (the kernel's while loop)."""
-    if math.isinf(arg):
-        raise ValueError("ScalarExp of an infinite argument never terminates (kernel loops forever)")
-    reduced, k = abs(arg), 0
-    while reduced > 1.0:
-        reduced *= 0.5
-        k += 1
-    return k
-
-
-def exp_work(arg: float) -> tuple[int, int]:
-    """``(ALU operations, divisions)`` of one ScalarExp(arg)."""
-    k = exp_halvings(arg)
-    n_alu = (EXP_FIXED_ALU + EXP_ALU_PER_HALVING * k + EXP_ALU_PER_TERM * EXP_TAYLOR_TERMS
-             + EXP_ALU_PER_SQUARING * k)
-    n_div = EXP_DIV_PER_TERM * EXP_TAYLOR_TERMS + (1 if arg < 0 else 0)
-    return n_alu, n_div
 
 
 def scalar_kind_cycles(profile: Profile) -> dict[str, int]:

@@ -41,7 +41,8 @@ from collections import Counter
 from dataclasses import dataclass, replace
 
 from cgdr_des.errors import KernelDiagnostic
-from cgdr_des.hw.compute_run import COMPUTE_EVENTS, ComputeRunTimer, RunTiming
+from cgdr_des.hw.compute_run import ComputeRunTimer, RunTiming
+from cgdr_des.hw.compute_state import COMPUTE_EVENTS
 from cgdr_des.hw.dcache import DataCache
 from cgdr_des.hw.machine import Machine
 from cgdr_des.hw.profile import Profile

@@ -32,7 +32,7 @@ from collections import deque
 from cgdr_des.hw.diagnostics import at
 from cgdr_des.hw.flags import double_set_message
 from cgdr_des.hw.records import BAR, DMA, MAC, VEC, WAIT, Entry
-from cgdr_des.hw.rules import arrival, barrier, cover, flag_set, flag_wait, set_while_set, vec_op
+from cgdr_des.hw.rules import arrival, barrier, flag_set, flag_wait, set_while_set, vec_op
 from cgdr_des.isa import HARD_EVENTS
 
 
@@ -70,99 +70,76 @@ SET_OP = {ev: "SetFlag:" + ev for ev in HARD_EVENTS}
 WAIT_OP = {ev: "WaitFlag:" + ev for ev in HARD_EVENTS}
 
 
-class _VClock:
-    """The V pipe's clock and totals while it runs (put back in its PipeState when it yields)."""
-
-    __slots__ = ("free", "done", "cov", "busy", "stall")
-
-    def __init__(self, P: PipeState) -> None:
-        self.free = self.done = self.cov = P.free
-        self.busy, self.stall = P.busy, P.stall
-
-
 def vector_pipe(core, P: PipeState):
-    """The V pipe automaton: one pass of :func:`_v_entry` per V instruction of the whole program.
+    """The V pipe automaton: one pass of the inner loop per V instruction of the whole program, so
+    its clock and totals live in locals (written back to ``P`` when it yields).
 
     Span bookkeeping is accumulated per span (``span``, ``span_end``, ``span_k``: ``nd`` when it
     began) and flushed when the span changes or the pipe yields: V sees spans in program order and
     its starts never decrease, so a span's first V start is its smallest."""
-    depth, q, ring, popleft = core.profile.queue_depth, P.q, P.ring, P.q.popleft
-    ck = _VClock(P)
-    nd = span_k = span_end = 0
+    prof = core.profile
+    depth, f, keep, cid = prof.queue_depth, prof.flag_cycles, core.keep_ops, core.cid
+    diag_double = prof.flag_double_set == "diagnostic"
+    q, ring, popleft, rows_append = P.q, P.ring, P.q.popleft, core.rows.append
+    free = done = cov = P.free
+    nd = busy = stall = span_k = span_end = 0
     span = None
-    run = _v_runner(core, ck)
     while True:
         while q:
             e = popleft()
-            if e.code == WAIT and not e.a.sets:
+            code, issued, rec, e_span, _, x, y = e
+            if code == VEC:
+                a, free, end, added, cov = vec_op(free, issued, rec.n, x, cov)
+                busy += added
+                deq, op, elements = a, rec.op, rec.n
+            elif code == WAIT and not x.sets:
                 q.appendleft(e)
                 break
-            a = arrival(ck.free, e.issue)
-            if e.span is not span:
+            else:
+                a = arrival(free, issued)
+                if code == MAC:   # a Macro's V part holds V for its span; busy/stall as timed alone
+                    end = free = a + y
+                    busy += getattr(rec, "v_busy", y)
+                    stall += getattr(rec, "v_stall", 0)
+                    cov = end if end > cov else cov
+                    deq, op, elements = a, "Macro:" + rec.name, 0
+                elif code == BAR:
+                    end = free = deq = barrier(a, done)
+                    stall += end - a
+                    op, elements = "PipeBarrier:V", 0
+                elif code == WAIT:
+                    c, end, added, cov = _consume(x, a, diag_double, core, e, cov)
+                    stall += c - a
+                    busy += added
+                    free = deq = end
+                    op, elements = WAIT_OP[x.event], x.id
+                else:  # SET
+                    free, end, added, cov = flag_set(a, done, f, cov)
+                    _record_set(x, end, diag_double, core, e)
+                    busy += added
+                    deq, op, elements = a, SET_OP[x.event], x.id
+            ring[nd % depth] = deq
+            if keep:
+                rows_append(e_span.row(cid, "V", op, a, end, elements, 0))
+            if end > done:
+                done = end
+            if e_span is not span:
                 if not nd:
                     P.first = a  # off the hot path: the first entry always opens a span
                 if span is not None:
                     span.add(span.start, span_end, nd - span_k)
-                span, span_k, span_end = e.span, nd, 0
+                span, span_k, span_end = e_span, nd, 0
                 if a < span.start:
                     span.start = a
-            end, ring[nd % depth] = run(e, a)
             if end > span_end:
                 span_end = end
             nd += 1
-        P.free, P.done, P.n_deq, P.busy, P.stall = ck.free, ck.done, nd, ck.busy, ck.stall
+        P.free, P.done, P.n_deq, P.busy, P.stall = free, done, nd, busy, stall
         if span is not None:
             span.add(span.start, span_end, nd - span_k)
             span = None
         _before_yield(core, P)
         yield
-
-
-def _v_runner(core, ck: _VClock):
-    """``run(entry, arrival) -> (end, dequeue cycle)``: V executes one entry (closes over the
-    profile's constants and the core's rows, as it runs once per V instruction)."""
-    prof = core.profile
-    f, keep, cid, diag_double = prof.flag_cycles, core.keep_ops, core.cid, prof.flag_double_set == "diagnostic"
-    rows_append = core.rows.append
-
-    def run(e: Entry, a: int) -> tuple[int, int]:
-        code, _, rec, span, _, x, y = e
-        if code == VEC:
-            ck.free, end = vec_op(a, x, y)
-            added, ck.cov = cover(a, end, ck.cov)
-            ck.busy += added
-            deq, op, elements = a, rec.op, rec.n
-        elif code == BAR:
-            end = ck.free = deq = barrier(a, ck.done)
-            ck.stall += end - a
-            op, elements = "PipeBarrier:V", 0
-        elif code == WAIT:
-            c, end = _consume(x, a, diag_double, core, e)
-            ck.stall += c - a
-            ck.free = deq = end
-            added, ck.cov = cover(c, end, ck.cov)
-            ck.busy += added
-            op, elements = WAIT_OP[x.event], x.id
-        elif code == MAC:   # a Macro's V part holds V for its span; busy/stall as timed alone
-            end = ck.free = a + y
-            ck.busy += getattr(rec, "v_busy", y)
-            ck.stall += getattr(rec, "v_stall", 0)
-            if end > ck.cov:
-                ck.cov = end
-            deq, op, elements = a, "Macro:" + rec.name, 0
-        else:  # SET
-            ck.free, end = flag_set(a, ck.done, f)
-            _record_set(x, end, diag_double, core, e)
-            added, ck.cov = cover(end - f, end, ck.cov)
-            ck.busy += added
-            deq, op, elements = a, SET_OP[x.event], x.id
-        if end > ck.done:
-            ck.done = end
-        if keep:
-            rows_append(span.row(cid, "V", op, a, end, elements, 0))
-        return end, deq
-
-    return run
 
 
 def _before_yield(core, P: PipeState) -> None:
@@ -182,17 +159,18 @@ def _before_yield(core, P: PipeState) -> None:
         core.ready.append(core.s_gen)
 
 
-def _consume(fl, a: int, diag_double: bool, core, e: Entry) -> tuple[int, int]:
-    """A WaitFlag arriving at cycle ``a`` consumes the flag's oldest set: ``(consume, free)``."""
+def _consume(fl, a: int, diag_double: bool, core, e: Entry, cov: int) -> tuple[int, int, int, int]:
+    """A WaitFlag arriving at cycle ``a`` consumes the flag's oldest set: ``(consume, free, busy
+    added, covered)`` (:func:`~cgdr_des.hw.rules.flag_wait`)."""
     sets = fl.sets
-    c, free = flag_wait(a, sets.popleft(), core.profile.flag_cycles)
+    c, free, added, cov = flag_wait(a, sets.popleft(), core.profile.flag_cycles, cov)
     if diag_double and sets and set_while_set(sets[0], c):
         raise at(core.cid, e.idx, e.span, double_set_message(fl, sets[0], c) + " (seen at this WaitFlag)")
     fl.last_consume = c
     if fl.set_waiter is not None:
         core.ready.append(fl.set_waiter)
         fl.set_waiter = None
-    return c, free
+    return c, free, added, cov
 
 
 def _record_set(fl, fire: int, diag_double: bool, core, e: Entry) -> None:
@@ -236,12 +214,12 @@ def mte_pipe(core, P: PipeState):
             elif code == BAR:
                 end, op, elements, nbytes, work = a, bar_op, 0, 0, 0
             elif code == WAIT:
-                c, end = _consume(fl, a, diag_double, core, e)
+                c, end, _, _ = _consume(fl, a, diag_double, core, e, 0)
                 P.stall += c - a
                 op, elements, nbytes, work = WAIT_OP[fl.event], fl.id, 0, f
                 P.free = ring[(P.n_deq - 1) % depth] = end
             else:  # SET: everything earlier on an MTE pipe has completed (DMAs hold the pipe)
-                P.free, end = flag_set(a, P.done, f)
+                P.free, end, _, _ = flag_set(a, P.done, f, 0)
                 _record_set(fl, end, diag_double, core, e)
                 op, elements, nbytes, work = SET_OP[fl.event], fl.id, 0, f
             P.busy += work

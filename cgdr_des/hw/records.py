@@ -38,11 +38,22 @@ class Span:
                 nbytes)
 
 
+class MacroTally:
+    """How many times a Macro ran in one phase: its ``counts`` are added ``times`` times to the
+    phase's ``phase_counts`` at the end of the run."""
+
+    __slots__ = ("phase_counts", "counts", "times")
+
+    def __init__(self, phase_counts, counts: tuple) -> None:
+        self.phase_counts, self.counts, self.times = phase_counts, counts, 0
+
+
 class Entry(NamedTuple):
     """One instruction the scalar unit handed to a pipe's in-order queue.
 
     ``issue`` is the cycle it was handed over, ``span`` the Tag span it belongs to, ``idx`` its
-    record index (diagnostics). ``a`` and ``b`` depend on ``code``: VEC issue and latency cycles;
+    record index (diagnostics). ``a`` and ``b`` depend on ``code``: VEC the op's (width, cycles per
+    repeat, latency) and nothing;
     WAIT and SET the Flag (b None); BAR nothing; MAC the Macro's V offset and span length; DMA the
     first-byte cycles and the rate cap."""
 

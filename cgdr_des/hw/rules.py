@@ -12,8 +12,7 @@ entry is complete (a SetFlag: fires). Every function returns integers when given
 
 | rule | function | who applies it |
 |---|---|---|
-| vector issue cycles | :func:`vec_issue` | scalar unit (hand-over), compute-run timer |
-| vector op on V | :func:`vec_op` | V pipe, compute-run timer |
+| vector issue and completion | :func:`vec_op` | V pipe, compute-run timer |
 | PipeBarrier<X> on pipe X | :func:`barrier` | V and MTE pipes, compute-run timer |
 | PipeBarrier<ALL> on S | :func:`barrier` (over every pipe's done) | scalar unit |
 | SetFlag on a pipe | :func:`flag_set` | V and MTE pipes, compute-run timer |
@@ -25,7 +24,8 @@ entry is complete (a SetFlag: fires). Every function returns integers when given
 | ScalarExp cost | :func:`scalar_exp` | scalar unit, compute-run timer |
 | DMA first byte | :func:`dma_first_byte` | MTE pipes (via :mod:`.dma`) |
 | scalar cycles of one vector call | :func:`vec_call_scalar` | scalar unit, compute-run timer |
-| busy cover | :func:`cover` | V pipe, compute-run timer |
+| busy as a union of intervals | :func:`cover` (inside the rules above) | V pipe, compute-run timer |
+| entry start on its pipe | :func:`arrival` | V and MTE pipes, compute-run timer |
 """
 
 from __future__ import annotations
@@ -36,17 +36,23 @@ def arrival(free: int, issued: int) -> int:
     return free if free > issued else issued
 
 
-def vec_issue(n: int, width: int, cycles_per_repeat: int) -> int:
-    """Cycles V spends issuing one count-form instruction over ``n`` elements: one repeat per
-    ``width`` elements (at least one), ``cycles_per_repeat`` each."""
-    return (-(-n // width) if n > width else 1) * cycles_per_repeat
+def vec_op(free: int, issued: int, n: int, params: tuple, covered: int) -> tuple[int, int, int, int, int]:
+    """A vector op over ``n`` elements (``params`` = (width, cycles per repeat, latency)) handed
+    over at ``issued`` to V, free from ``free``: ``(start, free, end, busy added, covered)``.
 
-
-def vec_op(arrival: int, issue: int, latency: int) -> tuple[int, int]:
-    """A vector op starting at ``arrival``: ``(free, end)``. V is pipelined: it takes the next
-    instruction when this one's issue ends; the result is complete ``latency`` cycles later."""
-    free = arrival + issue
-    return free, free + latency
+    It starts at its :func:`arrival`; V issues one repeat per ``width`` elements (at least one),
+    ``cycles per repeat`` each, and is pipelined: it takes the next instruction when this one's
+    issue ends; the result is complete ``latency`` cycles later; V is busy over [start, end)
+    (:func:`cover`). Those are written out here, not called: this rule runs once per vector
+    instruction of an ``instr`` run, where a call costs more than the arithmetic
+    (``tests/test_hw_rules.py`` holds it to them)."""
+    width, cycles_per_repeat, latency = params
+    start = free if free > issued else issued
+    free = start + (-(-n // width) if n > width else 1) * cycles_per_repeat
+    end = free + latency
+    if end <= covered:      # cover(start, end, covered), written out
+        return start, free, end, 0, covered
+    return start, free, end, end - (start if start > covered else covered), end
 
 
 def barrier(arrival: int, done: int) -> int:
@@ -55,10 +61,13 @@ def barrier(arrival: int, done: int) -> int:
     return done if done > arrival else arrival
 
 
-def flag_set(arrival: int, done: int, flag_cycles: int) -> tuple[int, int]:
-    """A SetFlag on a pipe: ``(free, fire)``. It fires ``flag_cycles`` after everything before it
-    completed; later instructions on the pipe need not wait for it (only for its own cycles)."""
-    return arrival + flag_cycles, (done if done > arrival else arrival) + flag_cycles
+def flag_set(arrival: int, done: int, flag_cycles: int, covered: int) -> tuple[int, int, int, int]:
+    """A SetFlag on a pipe: ``(free, fire, busy added, covered)``. It fires ``flag_cycles`` after
+    everything before it completed; later instructions on the pipe need not wait for it (only for
+    its own cycles); the pipe is busy for the ``flag_cycles`` before it fires."""
+    fire = (done if done > arrival else arrival) + flag_cycles
+    added, covered = cover(fire - flag_cycles, fire, covered)
+    return arrival + flag_cycles, fire, added, covered
 
 
 def scalar_flag_set(t: int, last_consume: int, flag_cycles: int, stall_policy: bool) -> tuple[int, int]:
@@ -68,12 +77,15 @@ def scalar_flag_set(t: int, last_consume: int, flag_cycles: int, stall_policy: b
     return t + stall + flag_cycles, stall
 
 
-def flag_wait(arrival: int, fire: int, flag_cycles: int) -> tuple[int, int]:
+def flag_wait(arrival: int, fire: int, flag_cycles: int, covered: int = 0) -> tuple[int, int, int, int]:
     """A WaitFlag reaching its pipe at ``arrival`` consumes the set that fires at ``fire``:
-    ``(consume, free)``: it is consumed at the later of the two, the pipe goes on ``flag_cycles``
-    after that."""
+    ``(consume, free, busy added, covered)``. It is consumed at the later of the two; the pipe is
+    busy ``flag_cycles`` after that and goes on then."""
     consume = fire if fire > arrival else arrival
-    return consume, consume + flag_cycles
+    free = consume + flag_cycles
+    if free <= covered:     # cover(consume, free, covered), written out: once per flag wait
+        return consume, free, 0, covered
+    return consume, free, free - (consume if consume > covered else covered), free
 
 
 def set_while_set(fire: int, previous_consume: int) -> bool:

@@ -24,10 +24,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from cgdr_des.hw.costs import exp_work
 from cgdr_des.hw.diagnostics import HwFault, at
 from cgdr_des.hw.flags import double_set_message
-from cgdr_des.hw.records import BAR, MAC, SET, VEC, WAIT, Entry, Span, new_entry
+from cgdr_des.hw.records import BAR, MAC, SET, VEC, WAIT, Entry, MacroTally, new_entry
 from cgdr_des.hw.rules import (
     barrier,
     flag_wait,
@@ -37,7 +36,6 @@ from cgdr_des.hw.rules import (
     scalar_gm,
     set_while_set,
     vec_call_scalar,
-    vec_issue,
 )
 from cgdr_des.isa import (
     BARRIER_PIPES,
@@ -85,21 +83,11 @@ EVENTS = {ev: EventInfo(*event_pipes(ev), "set_" + ev, "wait_" + ev, "SetFlag:" 
 _QUEUE_TYPES = (AllocTensor, EnQue, DeQue, FreeTensor)
 
 
-class Block(NamedTuple):
-    """What the scalar unit waits for (diagnostics of a deadlock): ``kind`` is ``flag`` (a WaitFlag's
-    set), ``set`` (a set's previous consume), ``room`` (a free queue slot) or ``drain``."""
-
-    kind: str
-    what: object
-    idx: int
-    span: Span
-
-
 class ScalarUnit:
     """The scalar unit's clock and totals, and how it executes each kind of record."""
 
     __slots__ = ("core", "prof", "t", "stall", "idx", "span", "cnt", "V", "kc", "vp", "keep", "rows_append",
-                 "me")
+                 "me", "wait_kind", "wait_on")
 
     def __init__(self, core) -> None:
         self.core, self.prof = core, core.profile
@@ -107,51 +95,71 @@ class ScalarUnit:
         self.span, self.cnt = core.open_span(None)
         self.V, self.kc, self.vp = core.pipes["V"], core.scalar_costs, core.vec_params
         self.keep, self.rows_append, self.me = core.keep_ops, core.rows.append, None
+        #: what it waits for when it yields (deadlock diagnostics): ``flag`` (a WaitFlag's set, on the
+        #: Flag), ``set`` (a set's previous consume), ``room`` (a free slot, on the pipe) or ``drain``
+        #: (PipeBarrier<ALL>, on the names of the pipes not drained)
+        self.wait_kind, self.wait_on = None, None
 
     def fail(self, msg: str):
         return at(self.core.cid, self.idx, self.span, msg)
 
     def did(self, op: str, t0: int, t1: int, elements: int = 0, nbytes: int = 0) -> None:
-        """The scalar unit did ``op`` itself from ``t0`` to ``t1``."""
+        """The scalar unit did ``op`` itself from ``t0`` to ``t1`` (Span.add, inline: once per record)."""
+        span = self.span
         if self.keep:
-            self.rows_append(self.span.row(self.core.cid, "S", op, t0, t1, elements, nbytes))
-        self.span.add(t0, t1)
+            self.rows_append(span.row(self.core.cid, "S", op, t0, t1, elements, nbytes))
+        if t0 < span.start:
+            span.start = t0
+        if t1 > span.end:
+            span.end = t1
+        span.n += 1
 
     # ---------------------------------------------------------------- records it executes itself
 
     def scalar(self, rec: Scalar) -> None:
+        """``count`` operations of one kind (:meth:`did` inline: a quarter of all records)."""
         c = self.kc.get(rec.kind)
         c = c * rec.count if c is not None else self._exp_cycles(rec)
         if c < 0:
             raise self.fail(f"Scalar count {rec.count!r} is negative")
         self.cnt[SCALAR_KEY[rec.kind]] += rec.count
-        t = self.t
-        self.t = t + c
-        self.did(rec.kind, t, t + c, rec.count)
+        t, span = self.t, self.span
+        self.t = end = t + c
+        if self.keep:
+            self.rows_append(span.row(self.core.cid, "S", rec.kind, t, end, rec.count, 0))
+        if t < span.start:
+            span.start = t
+        if end > span.end:
+            span.end = end
+        span.n += 1
 
     def scalar_gm(self, rec: ScalarGm) -> None:
         p, store = self.prof, rec.store
         self.cnt["scalar_gm_store" if store else "scalar_gm_load"] += 1
         hit = self.core.dcache.access(rec.addr, rec.nbytes)
         c = scalar_gm(hit, store, p.scalar_ub_load_cycles, p.scalar_ub_store_cycles, p.dcache_miss_cycles)
-        t = self.t
-        self.t = t + c
-        self.did("gm_store" if store else "gm_load", t, t + c, 1, rec.nbytes)
+        t, span = self.t, self.span
+        self.t = end = t + c
+        if self.keep:
+            self.rows_append(span.row(self.core.cid, "S", "gm_store" if store else "gm_load", t, end, 1, rec.nbytes))
+        if t < span.start:      # Span.add, inline
+            span.start = t
+        if end > span.end:
+            span.end = end
+        span.n += 1
 
     def _exp_cycles(self, rec: Scalar) -> int:
         if rec.kind != "exp":
             raise self.fail(f"Scalar kind {rec.kind!r} not one of {', '.join(SCALAR_KINDS)}")
         p = self.prof
-        try:
-            alu_ops, div_ops = exp_work(rec.arg)
-        except ValueError as exc:
-            raise self.fail(f"Scalar exp(arg={rec.arg}): {exc}") from None
-        return rec.count * scalar_exp(alu_ops, div_ops, p.scalar_alu_cycles, p.scalar_div_cycles)
+        if rec.alu <= 0 and rec.div <= 0:
+            raise self.fail(f"Scalar exp(arg={rec.arg}) declares no ALU or division work")
+        return rec.count * scalar_exp(rec.alu, rec.div, p.scalar_alu_cycles, p.scalar_div_cycles)
 
     def wait_flag(self, fl) -> None:
         """WaitFlag with destination S, its set recorded: consume it."""
         t, sets = self.t, fl.sets
-        c, self.t = flag_wait(t, sets.popleft(), self.prof.flag_cycles)
+        c, self.t, _, _ = flag_wait(t, sets.popleft(), self.prof.flag_cycles)
         if sets and self.prof.flag_double_set == "diagnostic" and set_while_set(sets[0], c):
             raise self.fail(double_set_message(fl, sets[0], c) + " (seen at this WaitFlag)")
         fl.last_consume = c
@@ -170,19 +178,20 @@ class ScalarUnit:
         if fl.waiter is not None:
             self.core.ready.append(fl.waiter)
             fl.waiter = None
-        self.did(EVENTS[fl.event].set_op, t, fire, fl.id)
+        span = self.span            # did(), inline: the kernel sets S_V before every row it hands V
+        if self.keep:
+            self.rows_append(span.row(self.core.cid, "S", EVENTS[fl.event].set_op, t, fire, fl.id, 0))
+        if t < span.start:
+            span.start = t
+        if fire > span.end:
+            span.end = fire
+        span.n += 1
 
     # ---------------------------------------------------------------- records it hands to a pipe
 
-    def vec(self, rec: VecOp) -> tuple[int, int]:
-        """Count a VecOp; returns its (issue, latency) cycles on V."""
-        self.cnt["vec"] += 1
-        try:
-            width, cycles_per_repeat, latency = self.vp[rec.dtype][rec.op]
-        except KeyError:
-            raise self.fail(f"VecOp {rec.op!r} / {rec.dtype!r} has no cost in profile {self.prof.name} "
-                            f"(ops: {', '.join(self.prof.vec_width)}; dtypes fp32, fp16)") from None
-        return vec_issue(rec.n, width, cycles_per_repeat), latency
+    def no_vec_cost(self, rec: VecOp):
+        return self.fail(f"VecOp {rec.op!r} / {rec.dtype!r} has no cost in profile {self.prof.name} "
+                         f"(ops: {', '.join(self.prof.vec_width)}; dtypes fp32, fp16)")
 
     def push(self, P, code: int, rec, a, b, dispatch: int) -> None:
         """Hand an entry to ``P`` (which has room): the slot's dequeue cycle, then ``dispatch``."""
@@ -200,8 +209,11 @@ class ScalarUnit:
         """After its V part (if any) was pushed: the scalar unit is busy ``s_cycles`` (of which
         ``s_stall`` count as stall for a TimedMacro). Its counts stand for the records it replaced,
         tallied once per (phase, macro) and added up by the core at the end."""
-        tally = self.core.macro_counts.setdefault((id(self.cnt), id(rec.counts)), [self.cnt, rec.counts, 0])
-        tally[2] += 1
+        key = (id(self.cnt), id(rec.counts))
+        tally = self.core.macro_counts.get(key)
+        if tally is None:
+            tally = self.core.macro_counts[key] = MacroTally(self.cnt, rec.counts)
+        tally.times += 1
         t = self.t
         self.t = t + rec.s_cycles
         self.stall += getattr(rec, "s_stall", 0)
@@ -212,51 +224,123 @@ class ScalarUnit:
     def room(self, P):
         """Yield until ``P`` has a free queue slot."""
         while P.n_push - P.n_deq >= self.prof.queue_depth:
-            P.s_waiting, self.core.s_block = True, Block("room", P, self.idx, self.span)
+            P.s_waiting, self.wait_kind, self.wait_on = True, "room", P
             yield
 
 
 def scalar_unit(core, program):
-    """The scalar-unit automaton: one pass per record of the program. The frequent records
-    (Scalar, ScalarGm, VecOp, Macro) are handled here, the rest by :func:`_other`."""
-    su = ScalarUnit(core)
+    """The scalar-unit automaton: one pass per record of the program.
+
+    The frequent records (Scalar, ScalarGm, VecOp, flags, PipeBarrier<V>, Macro) are handled here
+    without a generator hop, the rest by :func:`_other`. A record for a pipe sets ``P`` (the pipe),
+    ``code``, ``a``/``b`` (the entry's fields) and ``pre`` (scalar cycles before the hand-over) and
+    falls through to the hand-over at the bottom (:meth:`ScalarUnit.push`, inline). It yields only
+    to wait: for a queue slot (:meth:`ScalarUnit.room`) or a flag (:func:`_flag_wait`)."""
+    su = core.s_unit = ScalarUnit(core)
     su.me = core.s_gen
-    V, depth = su.V, core.profile.queue_depth
-    disp, api = core.profile.scalar_dispatch_cycles, vec_call_scalar(api_cycles=core.profile.vec_api_scalar_cycles,
-                                                                     loop_cycles=core.profile.vec_call_loop_cycles)
-    scalar, scalar_gm_, vec, push, macro = su.scalar, su.scalar_gm, su.vec, su.push, su.macro
+    V, depth, pipes, flags = su.V, core.profile.queue_depth, core.pipes, core.flags.table
+    disp = core.profile.scalar_dispatch_cycles
+    api = vec_call_scalar(core.profile.vec_api_scalar_cycles, core.profile.vec_call_loop_cycles)
+    stall_policy = core.profile.flag_double_set == "stall"
+    scalar, scalar_gm_, vp, ready_append = su.scalar, su.scalar_gm, su.vp, core.ready.append
+    kc, keep = su.kc, su.keep
     for rec in program:
         su.idx += 1
         typ = type(rec)
-        if typ is Scalar:
-            scalar(rec)
-        elif typ is VecOp:
-            issue, latency = vec(rec)
-            if V.n_push - V.n_deq >= depth:
-                yield from su.room(V)
-            su.t += api      # the mask set-up before the hand-over
-            push(V, VEC, rec, issue, latency, disp)
+        if typ is Scalar:     # count x the kind's cycles (:meth:`ScalarUnit.scalar` for the others)
+            c = kc.get(rec.kind)
+            if c is None or rec.count < 0 or keep:
+                scalar(rec)
+                continue
+            su.cnt[SCALAR_KEY[rec.kind]] += rec.count
+            t, span = su.t, su.span
+            su.t = end = t + c * rec.count
+            if t < span.start:      # Span.add, inline
+                span.start = t
+            if end > span.end:
+                span.end = end
+            span.n += 1
+            continue
+        if typ is VecOp:
+            su.cnt["vec"] += 1
+            try:
+                a = vp[rec.dtype][rec.op]
+            except KeyError:
+                raise su.no_vec_cost(rec) from None
+            P, code, b, pre = V, VEC, None, api     # api: the mask set-up
         elif typ is ScalarGm:
             scalar_gm_(rec)
+            continue
+        elif typ is SetFlag or typ is WaitFlag:
+            rid = rec.id       # the Flag (inline: a third of all records), or _lookup_flag's error
+            if type(rid) is EventHandle:
+                rid = rid.id
+            try:
+                fl = flags[rec.event][rid]
+                if rid < 0:
+                    raise IndexError
+            except (KeyError, IndexError, TypeError):
+                fl = _lookup_flag(su, rec)
+            info, is_set = EVENTS[rec.event], typ is SetFlag
+            su.cnt[info.set_key if is_set else info.wait_key] += 1
+            pipe = info.src if is_set else info.dst
+            if pipe == "S":
+                if is_set:
+                    if stall_policy and fl.sets:
+                        yield from _flag_wait(su, fl, "set")
+                    su.set_flag(fl)
+                else:
+                    while not fl.sets:      # _flag_wait, inline: V has often not reached the set yet
+                        fl.waiter, su.wait_kind, su.wait_on = su.me, "flag", fl
+                        yield
+                    su.wait_flag(fl)
+                continue
+            P, code, a, b, pre = pipes[pipe], SET if is_set else WAIT, fl, None, 0
+        elif typ is PipeBarrier and rec.pipe == "V":
+            su.cnt["barrier_V"] += 1
+            P, code, a, b, pre = V, BAR, None, None, 0
         elif isinstance(rec, Macro):
             if rec.v_end > rec.v_start:
                 if V.n_push - V.n_deq >= depth:
                     yield from su.room(V)
-                push(V, MAC, rec, rec.v_start, rec.v_end - rec.v_start, 0)
-            macro(rec)
+                su.push(V, MAC, rec, rec.v_start, rec.v_end - rec.v_start, 0)
+            su.macro(rec)
+            continue
         else:
             yield from _other(su, rec, typ)
+            continue
+        n = P.n_push
+        if n - P.n_deq >= depth:
+            yield from su.room(P)
+        t, stall = hand_over(su.t + pre, P.ring[n % depth], disp)
+        su.t = t
+        su.stall += stall
+        P.q.append(new_entry(Entry, (code, t, rec, su.span, su.idx, a, b)))
+        P.n_push = n + 1
+        if P.idle:
+            P.idle = False
+            ready_append(P.gen)
     core.finish_scalar(su.t, su.stall, su.idx + 1)
     while True:
         yield
 
 
+def _flag_wait(su: ScalarUnit, fl, kind: str):
+    """Yield until ``fl`` has a set recorded (``flag``: a WaitFlag on S) or has none pending
+    (``set``: a SetFlag on S under the ``stall`` policy)."""
+    while (not fl.sets) if kind == "flag" else fl.sets:
+        if kind == "flag":
+            fl.waiter = su.me
+        else:
+            fl.set_waiter = su.me
+        su.wait_kind, su.wait_on = kind, fl
+        yield
+
+
 def _other(su: ScalarUnit, rec, typ):
-    """Flags, barriers, Tags, DMAs and TPipe bookkeeping."""
+    """Barriers on MTE pipes and ALL, Tags, DMAs and TPipe bookkeeping."""
     core = su.core
-    if typ is SetFlag or typ is WaitFlag:
-        yield from _flag(su, rec, typ is SetFlag)
-    elif typ is PipeBarrier:
+    if typ is PipeBarrier:
         yield from _barrier(su, rec)
     elif typ is Tag:
         su.span, su.cnt = core.open_span(rec)
@@ -277,28 +361,6 @@ def _other(su: ScalarUnit, rec, typ):
     else:
         su.cnt[record_kind(rec)] += 1
         yield from _tpipe_record(su, rec)
-
-
-def _flag(su: ScalarUnit, rec, is_set: bool):
-    """A SetFlag or WaitFlag: the scalar unit's own side, or handed to the pipe on the other side."""
-    fl, core = _lookup_flag(su, rec), su.core
-    info = EVENTS[rec.event]
-    su.cnt[info.set_key if is_set else info.wait_key] += 1
-    pipe = info.src if is_set else info.dst
-    if pipe != "S":
-        P = core.pipes[pipe]
-        yield from su.room(P)
-        su.push(P, SET if is_set else WAIT, rec, fl, None, su.prof.scalar_dispatch_cycles)
-    elif is_set:
-        while su.prof.flag_double_set == "stall" and fl.sets:
-            fl.set_waiter, core.s_block = su.me, Block("set", fl, su.idx, su.span)
-            yield
-        su.set_flag(fl)
-    else:
-        while not fl.sets:
-            fl.waiter, core.s_block = su.me, Block("flag", fl, su.idx, su.span)
-            yield
-        su.wait_flag(fl)
 
 
 def _lookup_flag(su: ScalarUnit, rec):
@@ -327,7 +389,7 @@ def _barrier(su: ScalarUnit, rec):
     while not all(p.drained for p in plist):
         for p in plist:
             p.drain_waiting = not p.drained
-        core.s_block = Block("drain", [p.name for p in plist if not p.drained], su.idx, su.span)
+        su.wait_kind, su.wait_on = "drain", [p.name for p in plist if not p.drained]
         yield
     t0 = su.t
     su.t = barrier(t0, max(p.done for p in plist))

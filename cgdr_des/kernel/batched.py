@@ -15,7 +15,7 @@ rewrites what it reads, which the bit-identity tests check on every output shape
 from __future__ import annotations
 
 from cgdr_des.kernel.launch import CoreState, Launch, ceil_div, should_split
-from cgdr_des.kernel.program import process_item
+from cgdr_des.kernel.program import ReuseStage, process_item
 
 
 def compute_numbers(launch: Launch) -> None:
@@ -24,10 +24,11 @@ def compute_numbers(launch: Launch) -> None:
         return
     sh = launch.shape
     core = CoreState(launch, 0, emit=False, all_heads=True)
+    numbers_only = ReuseStage(emit=False)
     tiles = range(ceil_div(sh.dv, core.v_step)) if should_split(launch) else (None,)
     seq0 = 0
     for b, seq_len in enumerate(map(int, launch.lengths)):
         for vt in tiles if seq_len else ():  # head 0 labels the chunks; core.lanes() names the heads
-            for _ in process_item(core, b, 0, seq0, seq0 + seq_len, vt):
-                pass
+            for item in process_item(core, b, 0, seq0, seq0 + seq_len, vt):
+                numbers_only(item)
         seq0 += seq_len

@@ -23,6 +23,7 @@ from cgdr_des.isa import (
     VecOp,
     WaitFlag,
 )
+from cgdr_des.numerics.scalar_exp import scalar_exp_work
 
 PB_V = PipeBarrier("V")
 PB_ALL = PipeBarrier("ALL")
@@ -66,6 +67,12 @@ def axpy_row(n: int, dst: int, src: int, dst_step: int, src_step: int, count: in
     """``count`` Axpy calls on ``n`` elements, the d-th writing ``dst + d * dst_step`` from ``src + d *
     src_step`` (cached: ComputeAttnInter and UpdateState ask for the same rows in every chunk)."""
     return tuple(vec("Axpy", n, dst + d * dst_step, src + d * src_step) for d in range(count))
+
+
+def scalar_exp_call(arg: float) -> Scalar:
+    """One ScalarExp(arg) on the scalar unit, with the ALU and division work it declares."""
+    alu, div = scalar_exp_work(arg)
+    return Scalar("exp", 1, arg, alu, div)
 
 
 def loop(core, out: list, n: int, body, gm=None, exp=None) -> None:

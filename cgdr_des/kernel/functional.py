@@ -18,7 +18,7 @@ from cgdr_des.isa import Dma, Scalar, Tag, record_kind
 from cgdr_des.kernel.dispatch import assign_items
 from cgdr_des.kernel.gm import build_gm_map
 from cgdr_des.kernel.launch import NUMERICS, Launch, Shape
-from cgdr_des.kernel.program import core_program
+from cgdr_des.kernel.program import ReuseStage, core_program
 from cgdr_des.kernel.tiling import compute_tiling
 
 
@@ -89,7 +89,8 @@ def count_records(records: Iterable, counts: Counter) -> None:
 
 def run_functional(launch: Launch, policy: str = "greedy", *, emit: bool = True) -> FunctionalResult:
     counts: Counter = Counter()
+    stage = ReuseStage(emit)        # one for every core: a UB-only phase is built once per launch
     for core, assigned in enumerate(core_assignments(launch, policy)):
-        program = core_program(launch, core, emit=emit, assigned=assigned)
+        program = core_program(launch, core, emit=emit, assigned=assigned, stage=stage)
         count_records(program, counts)
     return FunctionalResult(launch.out, launch.final_state, counts, launch)

@@ -23,8 +23,10 @@ import numpy as np
 from cgdr_des.kernel.dispatch import should_split_v_tiles
 from cgdr_des.kernel.gm import GmMap
 from cgdr_des.kernel.layout import device_overlap, init_local_buffers
+from cgdr_des.kernel.tiling import CHUNK_SIZE, FP32_BYTES
 
-CHUNK_SIZE = 64  # kDefaultChunkSize
+__all__ = ["CHUNK_SIZE", "NUMERICS", "CoreState", "Launch", "Shape", "ceil_align", "ceil_div", "should_split"]
+
 NUMERICS = ("kernel", "exact", "off")
 
 
@@ -88,9 +90,6 @@ class Launch:
     ft: type = np.float32
     #: widened copies of the inputs (fp16 -> ft), made once per launch
     wide: dict = field(default_factory=dict)
-    #: phase fidelity: the machine's PhaseCompiler and the compiled phases by signature
-    compiler: object = None
-    phase_cache: dict = field(default_factory=dict)
     #: DotFp32's WholeReduceSum waits for its Mul (the profile's raw_interlock)
     raw_interlock: bool = False
 
@@ -120,7 +119,7 @@ class CoreState:
     """
 
     def __init__(self, launch: Launch, block_idx: int, *, emit: bool = True, numbers: bool = True,
-                 all_heads: bool = False):
+                 all_heads: bool = False, repeats: bool = False):
         self.launch = launch
         self.shape = launch.shape
         self.tiling = launch.tiling
@@ -129,8 +128,8 @@ class CoreState:
         self.numerics = launch.numerics if numbers else "off"
         #: False: one lane, the chunk's own head; True: one lane per value head, side by side (batched.py)
         self.all_heads = all_heads
-        #: loops of like iterations go to the phase compiler as isa.Repeat records (emit.loop)
-        self.compress = bool(getattr(launch.compiler, "accepts_repeat", False))
+        #: loops of like iterations stay isa.Repeat records (emit.loop): the consumer takes them
+        self.compress = repeats
         t = launch.tiling
         self.v_step = t.v_step
         self.v_aligned = t.v_step_aligned  # vStepAligned_ (= avFp32)
@@ -144,7 +143,7 @@ class CoreState:
 
     def ub(self, name: str, elem: int = 0) -> int:
         """Absolute UB byte address of element ``elem`` (4-byte) of tmpBuff buffer ``name``."""
-        return self.layout.buffers[name].offset + 4 * elem
+        return self.layout.buffers[name].offset + FP32_BYTES * elem
 
     def lanes(self, ch) -> tuple:
         """Indexers of the value heads and the q/k heads whose numbers this core computes for chunk ``ch``
@@ -157,10 +156,10 @@ class CoreState:
 
     def _carve_views(self) -> None:
         n_lanes = self.shape.nv if self.all_heads else 1
-        flat = np.zeros((n_lanes, self.tiling.ub_rest_bytes // 4), dtype=self.launch.ft)
+        flat = np.zeros((n_lanes, self.tiling.ub_rest_bytes // FP32_BYTES), dtype=self.launch.ft)
         self.flat = flat
         for name, buf in self.layout.buffers.items():
-            start = (buf.offset - self.tmp_base) // 4
+            start = (buf.offset - self.tmp_base) // FP32_BYTES
             self.views[name] = flat[:, start:start + buf.elements]
 
 

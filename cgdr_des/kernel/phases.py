@@ -78,7 +78,7 @@ def load_chunk_key(core, ch, out: list) -> None:
     sh, L = core.shape, ch.L
     if core.numerics != "off":
         _v2(core, "chunkKFp32", sh.align_k)[:, :L, :sh.dk] = rows(core, ch, "key")
-    if not core.emit:
+    if out is None:
         return
     if qk_dma_fast(core, L):
         _qk_dma(core, ch, "key", out)
@@ -102,7 +102,7 @@ def compute_g_cumsum(core, ch, out: list) -> None:
             gc[:, :L] = 0
         else:
             gc[:, :L] = np.cumsum(rows(core, ch, "g"), axis=1, dtype=g.dtype)
-    if not core.emit:
+    if out is None:
         return
     gm, nv = core.launch.gm, core.shape.nv
     for i in range(L):
@@ -119,7 +119,7 @@ def compute_k_beta(core, ch, out: list) -> None:
         k = _v2(core, "chunkKFp32", sh.align_k)
         kb = _v2(core, "kCumdecayFp32", sh.align_k)
         kb[:, :L, :sh.dk] = k[:, :L, :sh.dk] * rows(core, ch, "beta")[:, :, None]
-    if not core.emit:
+    if out is None:
         return
     out.extend(S_V)
     gm, aK = core.launch.gm, sh.align_k
@@ -142,7 +142,7 @@ def prepare_decay_and_exp(core, ch, out: list) -> None:
         with np.errstate(over="ignore", invalid="ignore"):
             core.views["expGCumFp32"][:, :CS] = np.exp(gc)
             _v2(core, "decayMaskFp32", CS)[:, :L, :] = np.exp(gc[:, :L, None] - gc[:, None, :])
-    if not core.emit:
+    if out is None:
         return
     gc0, e0, d0, dm0 = (core.ub(n) for n in ("gCumsumFp32", "expGCumFp32", "deltaFp32", "decayMaskFp32"))
     out += [vec("Muls", CS, gc0, gc0), PB_V, vec("Exp", CS, e0, gc0), PB_V, *V_S]
@@ -162,7 +162,7 @@ def prepare_attn_query_cache(core, ch, out: list) -> None:
     if core.numerics != "off":
         q = rows(core, ch, "query")
         core.views["chunkAttnOutFp32"][:, :L * sh.dk] = (q * core.launch.ft(sh.scale)).reshape(q.shape[0], -1)
-    if not core.emit:
+    if out is None:
         return
     _qk_dma(core, ch, "query", out)
     a0 = core.ub("chunkAttnOutFp32")
@@ -201,7 +201,7 @@ def attn_matrix_lower(core, ch, out: list) -> None:
         decay = _v2(core, "decayMaskFp32", CS)[:, :L, :L]
         with np.errstate(over="ignore", invalid="ignore"):  # above the diagonal D may be inf: never kept
             np.copyto(_v2(core, "chunkScoresFp32", CS)[:, :L, :L], (-dots) * decay, where=cm.tril_mask(L, -1))
-    if not core.emit:
+    if out is None:
         return
     k0, kb0 = core.ub("chunkKFp32"), core.ub("kCumdecayFp32")
     for i in range(1, L):
@@ -224,7 +224,7 @@ def compute_recursive_attn(core, ch, out: list) -> None:
         cm.recursive_attn(scores, L)
         diag = np.arange(L)
         scores[:, diag, diag] = 1.0
-    if not core.emit:
+    if out is None:
         return
     s0 = core.ub("chunkScoresFp32")
     for i in range(1, L):
@@ -249,7 +249,7 @@ def attn_matrix_query(core, ch, out: list) -> None:
         decay = _v2(core, "decayMaskFp32", CS)[:, :L, :L]
         with np.errstate(over="ignore", invalid="ignore"):
             np.copyto(decay, dots * decay, where=cm.tril_mask(L, 0))
-    if core.emit:
+    if out is not None:
         _attn_matrix_query_records(core, ch, cached, out)
 
 
@@ -276,7 +276,7 @@ def compute_k_cumdecay(core, ch, out: list) -> None:
         kb[:, :L, :sh.dk] *= core.views["expGCumFp32"][:, :L, None]
         a = _v2(core, "chunkScoresFp32", CS)[:, :L, :L]
         _v2(core, "chunkKFp32", aK)[:, :L, :sh.dk] = cm.tril_matmul(a, kb[:, :L, :sh.dk])
-    if not core.emit:
+    if out is None:
         return
     k0, kb0 = core.ub("chunkKFp32"), core.ub("kCumdecayFp32")
     loop(core, out, L, lambda i: [UB_LOAD, *S_V, vec("Muls", sh.dk, kb0 + 4 * i * aK, kb0 + 4 * i * aK)])

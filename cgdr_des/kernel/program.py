@@ -12,9 +12,11 @@ membership test of the host-computed assignment at the same scalar cost, keeping
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from itertools import chain
+from typing import NamedTuple
 
 from cgdr_des.isa import AllocEventID, Dma, FetchEventID, Record, ReleaseEventID, Scalar, ScalarGm, Tag
 from cgdr_des.kernel import phases, vtile
@@ -37,89 +39,124 @@ class ChunkInfo:
     vt: int  # V-tile label (-1 while phases 1-5 run in ProcessChunk, where no tile is chosen yet)
 
 
+class PhaseInfo(NamedTuple):
+    """One labelled part of the program: its trace label (the Tag phase), the AscendC function it
+    models and that function's lines in chunk_gated_delta_rule.h (empty where not located), and how
+    it runs: ``run(core, ch, tile, out)`` with ``tile`` = (first V column, width) for a V-tile step."""
+
+    label: str
+    function: str
+    anchor: str
+    run: Callable | None = None
+
+
+def _chunk(fn: Callable) -> Callable:
+    return lambda core, ch, tile, out: fn(core, ch, out)
+
+
+def _tiled(fn: Callable) -> Callable:
+    return lambda core, ch, tile, out: fn(core, ch, *tile, out)
+
+
+#: Phases 1-5 (ProcessChunk), in program order; P3.5 only when CanCacheAttnQuery holds.
 CHUNK_PHASES = (
-    ("P1_LoadChunkKey", phases.load_chunk_key),
-    ("P1b_GCumsum", phases.compute_g_cumsum),
-    ("P2_KBeta", phases.compute_k_beta),
-    ("P3_DecayExp", phases.prepare_decay_and_exp),
-    ("P3.5_QCache", phases.prepare_attn_query_cache),
-    ("P4a_DotFp32", phases.attn_matrix_lower),
-    ("P4b_Recursion", phases.compute_recursive_attn),
-    ("P4c_DotFp32", phases.attn_matrix_query),
-    ("P5_KCumdecay", phases.compute_k_cumdecay),
+    PhaseInfo("P1_LoadChunkKey", "LoadChunkKey", "", _chunk(phases.load_chunk_key)),
+    PhaseInfo("P1b_GCumsum", "ComputeGCumsum", "", _chunk(phases.compute_g_cumsum)),
+    PhaseInfo("P2_KBeta", "ComputeKBeta", "", _chunk(phases.compute_k_beta)),
+    PhaseInfo("P3_DecayExp", "PrepareDecayAndExp", "", _chunk(phases.prepare_decay_and_exp)),
+    PhaseInfo("P3.5_QCache", "PrepareAttnQueryCache", "", _chunk(phases.prepare_attn_query_cache)),
+    PhaseInfo("P4a_DotFp32", "ComputeAttnMatrix (A rows, DotFp32)", ":289-316", _chunk(phases.attn_matrix_lower)),
+    PhaseInfo("P4b_Recursion", "ComputeRecursiveAttn", ":317-340", _chunk(phases.compute_recursive_attn)),
+    PhaseInfo("P4c_DotFp32", "ComputeAttnMatrix (M rows, DotFp32)", ":289-316", _chunk(phases.attn_matrix_query)),
+    PhaseInfo("P5_KCumdecay", "ComputeKCumdecay", "", _chunk(phases.compute_k_cumdecay)),
 )
+#: Steps 1-7 of ProcessOneVTile, in program order.
+VTILE_STEPS = (
+    PhaseInfo("S1_LoadVBeta", "LoadVBeta", "", _tiled(vtile.load_v_beta)),
+    PhaseInfo("S2_ValueNew", "ComputeValueNew", "", _chunk(vtile.compute_value_new)),
+    PhaseInfo("S3_LoadState", "LoadStateTile", "", _tiled(vtile.load_state_tile)),
+    PhaseInfo("S4_VNew", "ComputeVNew", "", _chunk(vtile.compute_v_new)),
+    PhaseInfo("S5_AttnInter", "ComputeAttnInter", "", _chunk(vtile.compute_attn_inter)),
+    PhaseInfo("S6_AccumOutput", "AccumOutput", "", _chunk(vtile.accum_output)),
+    PhaseInfo("S6b_WriteOut", "WriteAttnTileToGm", ":341-373", _tiled(vtile.write_attn_tile_to_gm)),
+    PhaseInfo("S7_UpdateState", "UpdateAndWriteState (ScalarExp :263-288)", "", _tiled(vtile.update_and_write_state)),
+)
+#: Every label a program's Tags carry, in program order: the one table of the kernel's parts (for
+#: the programs, the traces and the documentation).
+PHASES = (PhaseInfo("Init", "Init", ":95-130"), PhaseInfo("Process", "ComputeAvgload, Process", ":203-235"),
+          *CHUNK_PHASES, *VTILE_STEPS)
 
 
-def _phase_records(core: CoreState, name: str, run, sig: tuple) -> list:
-    """One phase's records after its numbers are computed.
+class Phase(NamedTuple):
+    """One occurrence of a phase in the program, handed to the consumer unbuilt: ``key`` is its label
+    and the signature its records depend on; ``build(out)`` computes its numbers (if the core
+    computes any: ``numbers``) and appends its records to ``out`` (None: numbers only). A stage
+    (:class:`ReuseStage`, or the simulation's compile-and-cache stage) decides whether to build it
+    or to reuse the records of an earlier occurrence with the same key."""
 
-    A phase's record structure depends on nothing but its signature, its GM addresses and (Step 7)
-    the arguments of ScalarExp. At ``instr`` fidelity a phase whose records carry none of those
-    (no ScalarGm, DMA or fetched event: the UB-only phases 3, 4, 5 and steps 2, 4, 6) is built once
-    per signature and reused exactly; the others are built afresh. At ``phase`` fidelity the first
-    occurrence of a signature is built and handed to the compiler (which times its scalar+vector
-    runs once and replaces them by Macro records) and later occurrences reuse the compiled list:
-    what that loses is the exact GM addresses (DMA alignment, data-cache lines) and the ScalarExp
-    arguments of later occurrences.
-    """
-    if not core.emit:
-        run([])
-        return []
-    key = (name, *sig)
-    cached = core.launch.phase_cache.get(key)
-    if cached is not None:
-        if core.numerics != "off":
-            core.emit = False
-            run([])
-            core.emit = True
-        return cached
-    out: list = []
-    run(out)
-    compiler = core.launch.compiler
-    if compiler is not None:
-        out = core.launch.phase_cache[key] = compiler.compile(out)
-    elif _reusable(out):
-        core.launch.phase_cache[key] = out
-    return out
+    key: tuple
+    build: Callable[[list | None], None]
+    numbers: bool
+
+
+class ReuseStage:
+    """Turns program items into record lists, building every phase, except that a phase whose
+    records carry no GM address, fetched event id or ScalarExp argument (the UB-only phases 3, 4, 5
+    and steps 2, 4, 6) is built once per key and its records reused exactly. ``emit`` False: the
+    numbers only, no records."""
+
+    #: loops stay expanded: no consumer of these records takes isa.Repeat
+    repeats = False
+
+    def __init__(self, emit: bool = True) -> None:
+        self.emit = emit
+        self.cache: dict[tuple, list] = {}
+
+    def __call__(self, item: list | Phase) -> list:
+        if type(item) is list:
+            return item
+        if not self.emit:
+            item.build(None)
+            return []
+        cached = self.cache.get(item.key)
+        if cached is not None:
+            if item.numbers:
+                item.build(None)
+            return cached
+        out: list = []
+        item.build(out)
+        if reusable(out):
+            self.cache[item.key] = out
+        return out
 
 
 #: Records that differ between occurrences of one signature (addresses, run-time event ids).
 _PER_OCCURRENCE = frozenset((ScalarGm, Dma, FetchEventID, AllocEventID, ReleaseEventID))
 
 
-def _reusable(records: list) -> bool:
+def reusable(records: list) -> bool:
     """No GM address, fetched event or data-dependent ScalarExp cost among ``records``."""
     return not any(type(r) in _PER_OCCURRENCE or (type(r) is Scalar and r.kind == "exp") for r in records)
 
 
-def _chunk_phases(core: CoreState, ch: ChunkInfo) -> Iterator[list]:
+def _chunk_phases(core: CoreState, ch: ChunkInfo) -> Iterator[list | Phase]:
     """Phases 1-5 (ProcessChunk / ProcessChunkVTile before the V-tile loop): their records depend
-    on the chunk length only (their signature). Yields record lists (see core_program)."""
-    sig = (ch.L,)
-    for name, fn in CHUNK_PHASES:
-        if name == "P3.5_QCache" and not phases.can_cache_attn_query(core, ch.L):
+    on the chunk length only (their signature)."""
+    for info in CHUNK_PHASES:
+        if info.label == "P3.5_QCache" and not phases.can_cache_attn_query(core, ch.L):
             continue
-        yield [Tag(name, ch.b, ch.head, ch.vt, ch.c)]
-        yield _phase_records(core, name, lambda out, fn=fn: fn(core, ch, out), sig)
+        yield [Tag(info.label, ch.b, ch.head, ch.vt, ch.c)]
+        yield Phase((info.label, ch.L), partial(info.run, core, ch, None), core.numerics != "off")
 
 
-def _one_vtile(core: CoreState, ch: ChunkInfo, vt: int) -> Iterator[list]:
+def _one_vtile(core: CoreState, ch: ChunkInfo, vt: int) -> Iterator[list | Phase]:
     """ProcessOneVTile: steps 1-7 for the tile starting at column vt * vStep."""
     v_i = vt * core.v_step
     cv = min(core.v_step, core.shape.dv - v_i)
-    steps = (
-        ("S1_LoadVBeta", lambda o: vtile.load_v_beta(core, ch, v_i, cv, o)),
-        ("S2_ValueNew", lambda o: vtile.compute_value_new(core, ch, o)),
-        ("S3_LoadState", lambda o: vtile.load_state_tile(core, ch, v_i, cv, o)),
-        ("S4_VNew", lambda o: vtile.compute_v_new(core, ch, o)),
-        ("S5_AttnInter", lambda o: vtile.compute_attn_inter(core, ch, o)),
-        ("S6_AccumOutput", lambda o: vtile.accum_output(core, ch, o)),
-        ("S6b_WriteOut", lambda o: vtile.write_attn_tile_to_gm(core, ch, v_i, cv, o)),
-        ("S7_UpdateState", lambda o: vtile.update_and_write_state(core, ch, v_i, cv, o)),
-    )
-    for name, fn in steps:
-        yield [Tag(name, ch.b, ch.head, vt, ch.c)]
-        yield _phase_records(core, name, fn, _step_signature(name, ch, v_i, cv))
+    for info in VTILE_STEPS:
+        yield [Tag(info.label, ch.b, ch.head, vt, ch.c)]
+        key = (info.label, *_step_signature(info.label, ch, v_i, cv))
+        yield Phase(key, partial(info.run, core, ch, (v_i, cv)), core.numerics != "off")
 
 
 def _step_signature(name: str, ch: ChunkInfo, v_i: int, cv: int) -> tuple:
@@ -132,7 +169,8 @@ def _step_signature(name: str, ch: ChunkInfo, v_i: int, cv: int) -> tuple:
     return (ch.L, v_i, cv)
 
 
-def process_item(core: CoreState, b: int, h: int, seq0: int, seq1: int, vt: int | None) -> Iterator[list]:
+def process_item(core: CoreState, b: int, h: int, seq0: int, seq1: int,
+                 vt: int | None) -> Iterator[list | Phase]:
     """ProcessHead (vt is None: every V-tile of every chunk) or ProcessHeadVTile (one tile)."""
     qk_head = h // core.shape.nv_per_nk
     num_c = ceil_div(seq1 - seq0, CHUNK_SIZE)
@@ -148,20 +186,25 @@ def process_item(core: CoreState, b: int, h: int, seq0: int, seq1: int, vt: int 
 
 
 def core_program(launch: Launch, block_idx: int, *, emit: bool = True, numbers: bool = True,
-                 assigned: set | None = None, on_item=None) -> Iterator[Record]:
+                 assigned: set | None = None, on_item=None, stage=None) -> Iterator[Record]:
     """The whole program of core ``block_idx``: Init, ComputeAvgload, Process, record by record.
 
     ``assigned``: the (batch, head, vtile) items of this core under a non-greedy policy (None: the
     source's greedy scan). ``on_item(item_key)`` is called as each item starts (progress reports).
     ``numbers`` False: records only, the launch's numbers being computed elsewhere (batched.py).
-    The functions below yield one list per phase and ``chain`` flattens them in C: a record then
-    costs no generator hop, which matters at ~150 000 records per chunk.
+    ``stage`` turns each item (a record list or a :class:`Phase`) into records; one stage may serve
+    every core of a launch (default: a :class:`ReuseStage` of this program's own). Its ``repeats``
+    says whether loops of like iterations may stay isa.Repeat records.
+    The items are lists and ``chain`` flattens them in C: a record then costs no generator hop,
+    which matters at ~150 000 records per chunk.
     """
-    core = CoreState(launch, block_idx, emit=emit, numbers=numbers)
-    return chain.from_iterable(_program_lists(core, assigned, on_item))
+    stage = ReuseStage(emit) if stage is None else stage
+    core = CoreState(launch, block_idx, emit=emit, numbers=numbers, repeats=stage.repeats)
+    return chain.from_iterable(map(stage, program_items(core, assigned, on_item)))
 
 
-def _program_lists(core: CoreState, assigned, on_item) -> Iterator[list]:
+def program_items(core: CoreState, assigned, on_item) -> Iterator[list | Phase]:
+    """The program as record lists (Init, the scan, Tags) and unbuilt :class:`Phase` items."""
     launch, block_idx, emit = core.launch, core.block_idx, core.emit
     sh, gm = core.shape, launch.gm
     lengths = [int(n) for n in launch.lengths]

@@ -62,7 +62,7 @@ def _first_bad(launch) -> tuple[str, int, int, int] | None:
 def first_bad_phase(launch, b: int, head: int) -> str:
     """``"first in phase P4a_... of chunk c"``: replay sequence ``b`` and watch head ``head``."""
     from cgdr_des.kernel.launch import CoreState, ceil_div, should_split
-    from cgdr_des.kernel.program import process_item
+    from cgdr_des.kernel.program import Phase, process_item
 
     lengths = np.asarray(launch.lengths, dtype=np.int64)
     seq0, seq1 = int(lengths[:b].sum()), int(lengths[: b + 1].sum())
@@ -72,10 +72,13 @@ def first_bad_phase(launch, b: int, head: int) -> str:
     tiles = range(ceil_div(launch.shape.dv, core.v_step)) if should_split(launch) else (None,)
     for vt in tiles:
         tag = None
-        for recs in process_item(core, b, 0, seq0, seq1, vt):
-            if len(recs) == 1 and isinstance(recs[0], Tag):
-                tag = recs[0]
-            elif tag is not None and not _lane_finite(launch, core, head, b, seq0, seq1):
+        for item in process_item(core, b, 0, seq0, seq1, vt):
+            if isinstance(item, Phase):
+                item.build(None)  # the phase's numbers only: this replay emits no records
+            elif len(item) == 1 and isinstance(item[0], Tag):
+                tag = item[0]
+                continue
+            if tag is not None and not _lane_finite(launch, core, head, b, seq0, seq1):
                 return f"first non-finite after phase {tag.phase} of chunk {tag.chunk}"
     return "no phase of the replay produced it"
 

@@ -27,6 +27,16 @@ from cgdr_des.errors import KernelDiagnostic
 
 TAYLOR_TERMS = 12  # kExpTaylorTerms, chunk_gated_delta_rule.h:39
 
+# Operation counts of one call (chunk_gated_delta_rule.h:263-284), what the machine is told it costs:
+# abs/compare/select and the three initialisations; per halving: compare, multiply, increment; per
+# Taylor term: int->float cast, multiply, add, loop compare (+ one division); per squaring: multiply
+# and loop compare; the final sign test. A negative argument adds one reciprocal.
+EXP_FIXED_ALU = 6
+EXP_ALU_PER_HALVING = 3
+EXP_ALU_PER_TERM = 4
+EXP_DIV_PER_TERM = 1
+EXP_ALU_PER_SQUARING = 2
+
 _ONE = np.float32(1.0)
 _HALF = np.float32(0.5)
 _DIVISORS = tuple(np.float32(i) for i in range(1, TAYLOR_TERMS + 1))
@@ -71,6 +81,14 @@ def scalar_exp_steps(x: float) -> int:
     if not np.isfinite(val):
         _diagnose_non_finite(x)
     return int(_steps(np.abs(np.asarray(val, dtype=np.float32))))
+
+
+def scalar_exp_work(x: float) -> tuple[int, int]:
+    """``(ALU operations, divisions)`` one ``ScalarExp(x)`` performs (KernelDiagnostic if ``x`` is
+    not finite: the device would never return)."""
+    k = scalar_exp_steps(x)
+    n_alu = EXP_FIXED_ALU + (EXP_ALU_PER_HALVING + EXP_ALU_PER_SQUARING) * k + EXP_ALU_PER_TERM * TAYLOR_TERMS
+    return n_alu, EXP_DIV_PER_TERM * TAYLOR_TERMS + (1 if x < 0 else 0)
 
 
 def _steps(absval: np.ndarray) -> np.ndarray:

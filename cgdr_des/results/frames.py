@@ -32,12 +32,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from cgdr_des.hw.machine import OP_COLUMNS, SPAN_COLUMNS
 from cgdr_des.results import metrics
 from cgdr_des.results.result import Result
 
-OP_COLUMNS = ("core", "pipe", "op", "phase", "batch", "head", "vtile", "chunk", "start", "end",
-              "elements", "bytes")
-SPAN_COLUMNS = ("core", "phase", "batch", "head", "vtile", "chunk", "start", "end", "n_ops")
 ITEM_COLUMNS = ("batch", "head", "vtile", "seqlen", "core", "start", "end")
 PIPES = ("S", "V", "MTE2", "MTE3")
 CORE_COLUMNS = ("core", "items", "tokens", "finish", *(f"busy_{p}" for p in PIPES),

@@ -1,0 +1,115 @@
+"""What the one-pass compute-run timer (:mod:`cgdr_des.hw.compute_run`) carries from record to record,
+and how a Repeat's steady iterations shift it (see that module's docstring, "Repeat")."""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import NamedTuple
+
+#: The HardEvents a compute run may use: S sets S_V and V waits it; V sets V_S and S waits it; V_V is V's.
+COMPUTE_EVENTS = ("S_V", "V_S", "V_V")
+
+
+class Totals(NamedTuple):
+    """A snapshot of a scan's state (:meth:`ScanState.totals`): S's clock, V's cycles, the busy and stall
+    totals, the counts and how many entries went to V."""
+
+    t: int
+    free: int
+    done: int
+    cov: int
+    s_stall: int
+    v_busy: int
+    v_stall: int
+    n_vec: int
+    n_bar: int
+    n_ld: int
+    n_st: int
+    first: int | None
+    n_v: int
+    n_sets: dict
+    scalar_n: dict
+
+
+class ScanState:
+    """What the scan carries from record to record: S's clock; V's free/done/cover cycles, first
+    start and the ring of dequeue cycles; the flags; the stall/busy totals and counts."""
+
+    __slots__ = ("t", "free", "done", "cov", "s_stall", "v_busy", "v_stall", "n_vec", "n_bar", "n_ld", "n_st",
+                 "first", "n_v", "ring", "flags", "n_sets", "scalar_n")
+
+    def __init__(self, t0: int, depth: int, n_ids: int) -> None:
+        self.put(t0, t0, t0, t0, 0, 0, 0, 0, 0, 0, 0, None, 0)   # n_v: entries handed to V
+        self.ring = deque([t0] * depth, maxlen=depth)   # dequeue cycles of the last ``depth`` V entries
+        self.flags = {ev: _flag_state(n_ids) for ev in COMPUTE_EVENTS}   # event -> (pending sets, consumes)
+        self.n_sets = dict.fromkeys(COMPUTE_EVENTS, 0)
+        self.scalar_n: dict[str, int] = {}
+
+    def scalars(self) -> tuple:
+        return (self.t, self.free, self.done, self.cov, self.s_stall, self.v_busy, self.v_stall, self.n_vec,
+                self.n_bar, self.n_ld, self.n_st, self.first, self.n_v)
+
+    def put(self, t, free, done, cov, s_stall, v_busy, v_stall, n_vec, n_bar, n_ld, n_st, first, n_v) -> None:
+        (self.t, self.free, self.done, self.cov, self.s_stall, self.v_busy, self.v_stall, self.n_vec,
+         self.n_bar, self.n_ld, self.n_st, self.first, self.n_v) = (t, free, done, cov, s_stall, v_busy, v_stall,
+                                                                    n_vec, n_bar, n_ld, n_st, first, n_v)
+
+    def relative(self) -> tuple:
+        """Everything later records can observe, relative to S's clock ``t``. Later records compare
+        free, done, cover, dequeue and consume cycles only with cycles >= t, so any of them <= t reads
+        as t (0 here); a pending set's fire cycle also meets ``<`` against a consume cycle that may
+        equal t, so one below t reads as -1. Flags are listed only where they hold something."""
+        t = self.t
+        ring = tuple([x - t if x > t else 0 for x in self.ring])
+        flags = [(ev, rid, tuple([x - t if x >= t else -1 for x in fires]), c - t if c > t else 0)
+                 for ev, (pend, cons) in self.flags.items()
+                 for rid, (fires, c) in enumerate(zip(pend, cons, strict=True)) if fires or c > t]
+        free, done, cov = self.free - t, self.done - t, self.cov - t
+        return (free if free > 0 else 0, done if done > 0 else 0, cov if cov > 0 else 0, self.first is None,
+                ring, flags)
+
+    def consumes(self) -> tuple:
+        return tuple(tuple(cons) for _, cons in self.flags.values())
+
+    def totals(self) -> Totals:
+        """A snapshot of the clocks, totals and counts (what :meth:`extrapolate` grows from)."""
+        return Totals(*self.scalars(), dict(self.n_sets), dict(self.scalar_n))
+
+    def extrapolate(self, before: Totals, left: int) -> None:
+        """Account for ``left`` more iterations, each a copy of the one that took the state from
+        ``before`` (a :meth:`totals`) to now, shifted by its duration: every cycle moves on by
+        ``left`` durations, every total and count grows by ``left`` iterations' worth. ``done`` moves
+        only if the iteration handed V something: each such iteration ends V's work at or past its own
+        start, so past the previous done (which it may equal: an iteration that only adds to done
+        what equals it still moves it next time); with nothing for V it stays where it was."""
+        (t, _, _, _, s_stall, v_busy, v_stall, n_vec, n_bar, n_ld, n_st, _, n_v, n_sets, scalar_n) = before
+        shift = (self.t - t) * left
+        self.t += shift
+        self.free += shift
+        self.cov += shift
+        if self.n_v != n_v:
+            self.done += shift
+            self.n_v += (self.n_v - n_v) * left
+        ring = self.ring
+        for i in range(len(ring)):
+            ring[i] += shift
+        for pend, cons in self.flags.values():
+            for fires in pend:
+                for i in range(len(fires)):
+                    fires[i] += shift
+            cons[:] = [c + shift for c in cons]
+        self.s_stall += (self.s_stall - s_stall) * left
+        self.v_busy += (self.v_busy - v_busy) * left
+        self.v_stall += (self.v_stall - v_stall) * left
+        self.n_vec += (self.n_vec - n_vec) * left
+        self.n_bar += (self.n_bar - n_bar) * left
+        self.n_ld += (self.n_ld - n_ld) * left
+        self.n_st += (self.n_st - n_st) * left
+        for counts, old in ((self.n_sets, n_sets), (self.scalar_n, scalar_n)):
+            for k, n in counts.items():
+                counts[k] = n + (n - old.get(k, 0)) * left
+
+
+def _flag_state(n_ids: int) -> tuple[list, list]:
+    """Per id of one event: the fire cycles of sets not yet consumed, and the last consume cycle."""
+    return [deque() for _ in range(n_ids)], [-1] * n_ids
