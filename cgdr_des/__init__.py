@@ -1,6 +1,6 @@
 """cgdr-des: a discrete-event simulator of the vector-only chunk_gated_delta_rule AscendC kernel.
 
-Public contract (DESIGN.md §5): ``load_scenario``, ``simulate``, ``chunk_gated_delta_rule`` and
+Public contract (docs/architecture.md §5): ``load_scenario``, ``simulate``, ``chunk_gated_delta_rule`` and
 ``cgdr_des.kernel.tiling.compute_tiling``.
 """
 

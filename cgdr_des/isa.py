@@ -288,7 +288,7 @@ class Macro:
 @dataclass(frozen=True, slots=True)
 class Repeat:
     """``n`` back-to-back iterations of a loop body of compute records, given as ``body(i) -> list``:
-    a phase's first build hands it to the phase compiler instead of the n bodies (notes/kernel.md §5
+    a phase's first build hands it to the phase compiler instead of the n bodies (docs/kernel.md §5
     loops run to L^2 or L*dk iterations).
 
     The emitter's contract: every iteration's records cost the same but for what is declared (they

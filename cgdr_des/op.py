@@ -1,6 +1,6 @@
 """``cgdr_des.chunk_gated_delta_rule``: the op's interface exactly as the kernel has it.
 
-Inputs (notes/kernel.md §2): query/key ``[T, Nk, Dk]`` fp16, value ``[T, Nv, Dv]`` fp16, beta
+Inputs (docs/kernel.md §2): query/key ``[T, Nk, Dk]`` fp16, value ``[T, Nv, Dv]`` fp16, beta
 ``[T, Nv]`` fp16, initial_state ``[B, Nv, Dv, Dk]`` fp16 (value dimension first),
 actual_seq_lengths ``[B]`` int32, optional g ``[T, Nv]`` fp32 (absent: no decay), scale_value.
 Outputs: out ``[T, Nv, Dv]`` and final_state ``[B, Nv, Dv, Dk]``, fp16 in ``kernel`` numerics,

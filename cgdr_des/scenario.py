@@ -18,7 +18,6 @@ Sections (see ``cgdr-des schema`` for the full JSON schema): ``name``, ``descrip
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 import math
@@ -26,7 +25,6 @@ import reprlib
 import tomllib
 from collections.abc import Mapping
 from contextlib import contextmanager
-from itertools import islice
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -42,20 +40,25 @@ from pydantic import (
 )
 
 from cgdr_des.errors import InputError
-from cgdr_des.workload.lengths import DISTRIBUTIONS, Distribution, Length, sample_lengths
+from cgdr_des.workload.lengths import (
+    DISTRIBUTIONS,
+    MAX_BATCH,  # noqa: F401  (part of the scenario's bounds)
+    Distribution,
+    Length,
+    sample_lengths,
+)
 from cgdr_des.workload.lengths import MAX_LENGTH as MAX_TOKENS
+from cgdr_des.workload.lengths_csv import read_lengths_csv
 
 DEFAULT_PROFILE = "atlas-300i-duo"
 # Upper bounds (docs/reliability.md): each keeps validate O(1) or O(batch) and the launch inside
 # the kernel's integer fields; memory beyond them is the estimate's business (cgdr_des/estimate.py).
 MAX_HEADS = 65_536          # nk, nv: head indices and head counts in the tiling's 32-bit fields
 MAX_HEAD_DIM = 65_536       # dk, dv: far past any UB (dk > 512 is refused by DotFp32 anyway)
-MAX_BATCH = 1_048_576       # sequences per launch: one work item per (sequence, head) is simulated
 MAX_CYCLE = 2**62           # windows, in cycles (int64 times with headroom)
 MAX_TRACE_EVENTS = 50_000_000
 MAX_SEED = 2**63 - 1        # numpy's default_rng takes any non-negative integer; int64 keeps it portable
 MAX_SCALE = 65_504.0        # fp16's largest finite value: past it q.k * scale overflows fp16 outputs
-MAX_CSV_BYTES = 64 * 1024 * 1024
 PositiveInt = Annotated[int, Field(ge=1)]
 HeadCount = Annotated[int, Field(ge=1, le=MAX_HEADS)]
 HeadDim = Annotated[int, Field(ge=1, le=MAX_HEAD_DIM)]
@@ -315,68 +318,6 @@ def resolve_lengths(workload: Workload, base_dir: Path) -> np.ndarray:
         raise InputError("workload.lengths", _Shown(f"{lengths.size} lengths summing to {total}"),
                          f"a total of at most {MAX_TOKENS} tokens (T is int32 on the device)")
     return lengths
-
-
-def read_lengths_csv(path: Path, shown: str, batch: int | None) -> np.ndarray:
-    """Lengths from a CSV: its only column, or the column headed ``length``; first ``batch`` rows.
-
-    A refusal names the row and quotes only a numeric-looking cell (truncated): a wrong file (say a
-    system file) is never echoed.
-    """
-    field = "workload.lengths_csv"
-    if not path.is_file():
-        raise InputError(field, shown, f"an existing CSV file (looked for {path})")
-    if path.stat().st_size > MAX_CSV_BYTES:
-        raise InputError(field, shown, f"a CSV of at most {MAX_CSV_BYTES // 2**20} MiB")
-    limit = MAX_BATCH if batch is None else batch
-    try:
-        with path.open(newline="", encoding="utf-8") as fh:
-            # the header and at most limit + 1 data rows: a huge file is refused without reading it all
-            rows = list(islice((r for r in csv.reader(fh) if any(c.strip() for c in r)), limit + 2))
-    except UnicodeDecodeError as exc:
-        raise InputError(field, shown, f"a UTF-8 text file (byte {exc.start} is not UTF-8)") from None
-    except csv.Error as exc:
-        raise InputError(field, shown, f"a well-formed CSV ({str(exc)[:80]})") from None
-    if not rows:
-        raise InputError(field, shown, "a CSV with at least one length")
-    col, body = _length_column(rows, field, shown)
-    if batch is None and len(body) > MAX_BATCH:
-        raise InputError(field, shown, f"at most {MAX_BATCH} rows (set workload.batch to read the first ones)")
-    values = [_csv_length(row, col, i, field, shown) for i, row in enumerate(body[:limit])]
-    if batch is not None and batch > len(values):
-        raise InputError("workload.batch", batch, f"<= the {len(values)} rows of {shown}")
-    if not values:
-        raise InputError(field, shown, "a CSV with at least one length")
-    return np.asarray(values, dtype=np.int32)
-
-
-def _length_column(rows: list[list[str]], field: str, shown: str) -> tuple[int, list[list[str]]]:
-    header = [c.strip().lower() for c in rows[0]]
-    if "length" in header:
-        return header.index("length"), rows[1:]
-    if len(header) == 1:
-        return 0, (rows if _is_int(rows[0][0]) else rows[1:])
-    raise InputError(field, shown, "a CSV with one column, or a column named 'length'")
-
-
-def _csv_length(row: list[str], col: int, i: int, field: str, shown: str) -> int:
-    cell = row[col].strip() if col < len(row) else ""
-    if _is_int(cell) and 0 <= int(cell) <= MAX_TOKENS:
-        return int(cell)
-    looks_numeric = len(cell) <= 40 and all(ch in "0123456789+-.eE_ " for ch in cell)
-    what = repr(cell) if looks_numeric else f"a {len(cell)}-character non-numeric cell"
-    raise InputError(field, _Shown(f"{shown} data row {i + 1}: {what}"),
-                     f"integer lengths in [0, {MAX_TOKENS}]")
-
-
-def _is_int(text: str) -> bool:
-    if len(text) > 40:  # int() of a huge digit string is slow, and no length has 40 digits
-        return False
-    try:
-        int(text.strip())
-    except ValueError:
-        return False
-    return True
 
 
 # ---------------------------------------------------------------- tiling check

@@ -68,7 +68,7 @@ def _tensors(sc, lengths):
 
 def estimated_rows(launch, fidelity: str) -> int:
     """Order of magnitude of the ops rows a run produces: at ``instr`` ~2.3 L^2 + 6.6 L dk records per
-    chunk and V-tile (notes/kernel.md §5.x), at ``phase`` ~100 (Macros, DMAs, flags, Tags)."""
+    chunk and V-tile (docs/kernel.md §5.x), at ``phase`` ~100 (Macros, DMAs, flags, Tags)."""
     sh = launch.shape
 
     def per_chunk(L: int) -> int:

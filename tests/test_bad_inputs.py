@@ -291,7 +291,7 @@ def test_csv_larger_than_the_cap_is_refused_unread(tmp_path):
 
 
 def test_csv_with_more_rows_than_a_batch_may_hold(tmp_path, monkeypatch):
-    import cgdr_des.scenario as scen
+    import cgdr_des.workload.lengths_csv as scen
 
     monkeypatch.setattr(scen, "MAX_BATCH", 10)
     (tmp_path / "l.csv").write_text("\n".join(["8"] * 11) + "\n", encoding="utf-8")

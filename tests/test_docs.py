@@ -36,7 +36,7 @@ def references() -> list[tuple[Path, str, str]]:
 
 def sections(doc: str) -> set[str]:
     """Section numbers of a doc: headings ``## N.`` / ``### N.M`` and items ``N. `` of a numbered
-    list directly under ``## N.`` (hardware.md §2's rules are cited as §2.N)."""
+    list directly under ``## N.`` (docs/hardware.md §2's rules are cited as §2.N)."""
     found, current = set(), None
     for line in text(DOCS / doc).splitlines():
         head = re.match(r"#{2,3} (\d+(?:\.[\dx]+)?)[. ]", line)
@@ -51,7 +51,7 @@ def sections(doc: str) -> set[str]:
 
 
 def table_rows() -> set[int]:
-    """Row numbers of the master table in hardware.md §0."""
+    """Row numbers of the master table in docs/hardware.md §0."""
     body = text(DOCS / "hardware.md").split("## 0.", 1)[1].split("\n## ", 1)[0]
     return {int(m.group(1)) for m in re.finditer(r"^\| (\d+) \|", body, re.M)}
 

@@ -2,7 +2,7 @@
 
 With BUFFER_NUM=1 every stage waits for the other's buffer, period = max(in + vec, vec + out);
 with BUFFER_NUM=2 (TPipe double buffering) the stages overlap, period = max(in, vec, out)
-(notes/hardware.md §2.7). ``in``/``out`` are lone DMAs (first byte + bytes at the per-core peak),
+(docs/hardware.md §2.7). ``in``/``out`` are lone DMAs (first byte + bytes at the per-core peak),
 ``vec`` the barrier-chained compute (closed by a last barrier, so tiles do not overlap on V). Flag
 cycles are set to 0 so the period is exactly the closed form, and GM bandwidth is made non-limiting.
 """

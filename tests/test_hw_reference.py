@@ -1,7 +1,7 @@
 """The machine against an independent reference: a cycle-driven simulator of one core's S and V.
 
 The machine computes times lazily on per-automaton clocks; the reference below walks cycle by cycle
-(skipping cycles where nothing can change) with the rules of DESIGN.md §2 written out directly:
+(skipping cycles where nothing can change) with the rules of docs/architecture.md §2 written out directly:
 
 - S executes records in order; a V-bound record costs ``pre`` scalar cycles, then waits until the V
   queue holds fewer than ``depth`` entries (an entry leaves when V starts it, or passes a wait /

@@ -1,7 +1,7 @@
 """Shared builders for the machine tests (``test_hw_*.py``): synthetic record programs and helpers.
 
 Expected values in the tests are computed from profile fields with the closed forms written in the
-tests themselves (cost formulas of DESIGN.md §2 / notes/hardware.md), never from the machine's own
+tests themselves (cost formulas of docs/architecture.md §2 / docs/hardware.md), never from the machine's own
 cost module.
 """
 

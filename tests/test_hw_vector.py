@@ -1,4 +1,4 @@
-"""Vector pipe timing against the closed forms of DESIGN.md §2 (issue and latency from profile fields)."""
+"""Vector pipe timing against the closed forms of docs/architecture.md §2 (issue and latency from profile fields)."""
 
 import pytest
 from test_hw_support import rows, run, vec, vec_issue, vec_latency

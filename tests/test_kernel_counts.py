@@ -1,4 +1,4 @@
-"""Instruction counts per (chunk, V-tile) against the count formulas of notes/kernel.md §5."""
+"""Instruction counts per (chunk, V-tile) against the count formulas of docs/kernel.md §5."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def tri(n):
 
 
 def expected(L, dk, cv, *, c, last):
-    """The per-phase formulas of notes/kernel.md §5 (vector, sync, scalar and DMA columns)."""
+    """The per-phase formulas of docs/kernel.md §5 (vector, sync, scalar and DMA columns)."""
     full, tail = divmod(dk, 64)
     dot = {"vec": 1 + (full > 0), "set_V_S": 1, "scalar_ub_load": full + tail + 1, "scalar_ub_store": 1}
     e = {
@@ -87,7 +87,7 @@ def test_l64_dk128_middle_chunk_equals_the_notes_table():
     total = Counter()
     for (_, kind), n in counts.items():
         total[kind] += n
-    # The "total" row of notes/kernel.md §5.x (L=64, dk=128, vStep=128, c > 0, not last).
+    # The "total" row of docs/kernel.md §5.x (L=64, dk=128, vStep=128, c > 0, not last).
     assert total["vec"] == 41867
     assert total["set_V_S"] == 4102
     assert total["set_S_V"] == 31073

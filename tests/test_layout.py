@@ -17,7 +17,7 @@ def tiling(b, h, t, dk, dv, ub=UB, aiv=8, **kw):
     return compute_tiling(t=b * t, hqk=h, dk=dk, hv=h, dv=dv, batch=b, ub_size=ub, aiv_num=aiv, **kw)
 
 
-# Byte offsets within tmpBuff for dk=dv=128, vStep=128 (notes/kernel.md §4.2).
+# Byte offsets within tmpBuff for dk=dv=128, vStep=128 (docs/kernel.md §4.2).
 DOC_OFFSETS = {"chunkKFp32": 0, "kCumdecayFp32": 32768, "decayMaskFp32": 65536, "chunkVFp32": 81920,
                "chunkScoresFp32": 114688, "stateInFp32": 114688, "chunkAttnOutFp32": 180224,
                "gCumsumFp32": 212992, "deltaFp32": 213248, "dotProductFp32": 213760, "expGCumFp32": 214272}

@@ -22,7 +22,7 @@ def draw(lengths, nk, nv, dk, dv, seed=0, gamma=True, beta_scale=1.0):
 
 
 def chunked_reference(inp, chunk):
-    """notes/math.md §2 in fla's K-first state h = Sᵀ, with an explicit matrix inverse per chunk."""
+    """docs/math.md §2 in fla's K-first state h = Sᵀ, with an explicit matrix inverse per chunk."""
     q, k, v, beta, s0, g = (inp[n] for n in ("query", "key", "value", "beta", "initial_state", "g"))
     t, nk, dk = q.shape
     nv, dv = v.shape[1:]

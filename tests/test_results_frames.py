@@ -21,7 +21,7 @@ from cgdr_des.results import frames
 from cgdr_des.results.frames import OP_COLUMNS, build_result
 
 PIPES = ("S", "V", "MTE2", "MTE3")
-# DESIGN.md §4 "summary (one row)", written out from the design text.
+# docs/architecture.md §4 "summary (one row)", written out from the design text.
 DESIGN_SUMMARY_FIELDS = [
     "makespan_cycles", "makespan_us", "lower_bound_cycles", "imbalance", "cv", "finish_p50_cycles",
     "finish_p95_cycles", "finish_p99_cycles", "util_S", "util_V", "util_MTE2", "util_MTE3",

@@ -1,4 +1,5 @@
-"""ScalarExp emulation: accuracy against exp within the seed's error analysis, exactness, step count."""
+"""ScalarExp emulation: accuracy against exp within the error analysis in docs/design-notes.md §5,
+exactness, step count."""
 
 import math
 
@@ -23,7 +24,7 @@ def independent_steps(x: float) -> int:
 
 
 def error_bound(k: int) -> float:
-    """Relative error bound of ScalarExp with k halvings (seed §5 analysis, made explicit).
+    """Relative error bound of ScalarExp with k halvings (docs/design-notes.md §5 analysis, made explicit).
 
     Taylor stage on r <= 1: each term_i carries <= 2i roundings, weighted by r^i/i! / e^r they add
     <= 2u; the 12 additions of positive terms add <= 12u; truncation r^13/13! / e^r <= 1/13!.
@@ -72,7 +73,7 @@ def test_error_doubles_with_each_halving():
     """Accuracy loss for large |x|: each halving adds a squaring, which doubles the relative error.
 
     Bands (2^(k-1), 2^k] all reduce to r in (0.5, 1], so their Taylor errors share one distribution
-    and the median error of band k should be 2^(k-1) times band 1's. |x| ~ 1000 (the seed's
+    and the median error of band k should be 2^(k-1) times band 1's. |x| ~ 1000 (the design notes'
     example) cannot be shown in float32: exp overflows beyond ~88.7, so bands stop at k = 6.
     """
     rng = np.random.default_rng(3)

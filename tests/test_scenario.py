@@ -299,7 +299,7 @@ def test_shipped_scenario_validates_and_says_its_question(path):
 
 
 def test_performance_shapes_match_the_kernel_notes():
-    # (B, H, T, Dk, Dv) of PERFORMANCE_CASES_300IDUO (notes/kernel.md §7.1), nk = nv = H
+    # (B, H, T, Dk, Dv) of PERFORMANCE_CASES_300IDUO (docs/kernel.md §7.1), nk = nv = H
     shapes = {"small": (1, 8, 64, 64, 64), "representative": (1, 16, 128, 128, 128),
               "low_head_dv256": (1, 1, 128, 128, 256), "long_t512_batch2": (2, 8, 1024, 128, 128),
               "long_t1024": (1, 16, 1024, 128, 128), "long_t2048": (1, 16, 2048, 128, 128)}

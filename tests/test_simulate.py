@@ -173,7 +173,7 @@ def test_results_round_trip_through_parquet(rep_result, tmp_path):
 
 
 def test_double_buffer_without_its_host_accounting_is_a_ub_diagnostic():
-    """BUFFER_NUM=2 on the device with the host still deducting one out-queue buffer (notes/kernel.md
+    """BUFFER_NUM=2 on the device with the host still deducting one out-queue buffer (docs/kernel.md
     §7.4): the machine reports the UB over-allocation instead of simulating it."""
     from cgdr_des.errors import KernelDiagnostic
     from cgdr_des.hw import Machine
@@ -191,7 +191,7 @@ def test_double_buffer_without_its_host_accounting_is_a_ub_diagnostic():
 
 @pytest.mark.parametrize("fidelity", ["phase", "instr"])
 def test_dot_fp32_beyond_its_in_place_limit_is_a_diagnostic(fidelity):
-    """dk = 528 fits only a larger UB; DotFp32 would then overwrite unread products (seed §6)."""
+    """dk = 528 fits only a larger UB; DotFp32 would then overwrite unread products (docs/design-notes.md §6)."""
     data = {"name": "custom", "shape": {"nk": 1, "nv": 1, "dk": 528, "dv": 16},
             "workload": {"lengths": [8]}, "hardware": {"overrides": {"ub_bytes": 1 << 20, "ub_usable_bytes": 1 << 20}},
             "sim": {"fidelity": fidelity}}

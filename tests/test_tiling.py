@@ -1,4 +1,4 @@
-"""Host tiling against the documented table (notes/kernel.md §3) and formulas written out independently."""
+"""Host tiling against the documented table (docs/kernel.md §3) and formulas written out independently."""
 
 import pytest
 from hypothesis import given, settings
@@ -34,7 +34,7 @@ def tiling(b, h, t, dk, dv, ub=UB, aiv=8, **kw):
     return compute_tiling(t=b * t, hqk=h, dk=dk, hv=h, dv=dv, batch=b, ub_size=ub, aiv_num=aiv, **kw)
 
 
-# (B, H, T, Dk, Dv) -> vStep, V-tiles, overlap, tbuf, outQ, restBytes, blockDim: notes/kernel.md §3.
+# (B, H, T, Dk, Dv) -> vStep, V-tiles, overlap, tbuf, outQ, restBytes, blockDim: docs/kernel.md §3.
 TABLE = [
     ((1, 8, 64, 64, 64), 64, 1, True, 99328, 8192, 253952, 8),
     ((1, 16, 128, 128, 128), 128, 1, True, 214528, 32768, 229376, 8),
@@ -115,7 +115,7 @@ def test_workspace_above_floor():
 
 
 def test_buffer_num_two_with_only_the_device_flipped_overflows_ub():
-    """notes/kernel.md §7.4: BUFFER_NUM=2 on the device, host still deducting one out-queue buffer."""
+    """docs/kernel.md §7.4: BUFFER_NUM=2 on the device, host still deducting one out-queue buffer."""
     one = tiling(1, 16, 128, 128, 128)
     two = tiling(1, 16, 128, 128, 128, buffer_num=2, host_queue_buffers=1)
     assert two.ub_rest_bytes == one.ub_rest_bytes == UB - one.out_queue_bytes

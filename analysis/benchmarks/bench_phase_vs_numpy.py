@@ -3,7 +3,7 @@
 Prints both wall times, measured side by side in this process on the same drawn inputs (best of five,
 interleaved), and their ratio (goal <= 1.5); the simulator is timed through the op API, as the
 reference is handed its tensors. The
-reference is the WY/UT chunked algorithm of notes/math.md §2, batched over heads (one einsum per
+reference is the WY/UT chunked algorithm of docs/math.md §2, batched over heads (one einsum per
 step for all 16 heads), float64, with no timing model: the floor a simulator that also computes the
 outputs is measured against.
 """

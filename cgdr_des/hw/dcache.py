@@ -1,4 +1,4 @@
-"""The scalar unit's data cache for GlobalTensor GetValue / SetValue (hardware.md rows 16, 40).
+"""The scalar unit's data cache for GlobalTensor GetValue / SetValue (docs/hardware.md rows 16, 40).
 
 Lines of ``line_bytes``; ``capacity_bytes / line_bytes`` of them, fully associative with LRU
 replacement, write-allocate (a SetValue miss fetches the line like a GetValue: the cache is

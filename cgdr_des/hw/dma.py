@@ -1,6 +1,6 @@
 """DataCopy records: the hardware range checks of their parameters and the numbers their DMA needs.
 
-Ranges (notes/hardware.md rows 43-44): ``DataCopyParams`` fields are uint16 counts of 32-byte blocks
+Ranges (docs/hardware.md rows 43-44): ``DataCopyParams`` fields are uint16 counts of 32-byte blocks
 with ``blockCount`` at most 4095; ``DataCopyExtParams`` has ``blockCount`` <= 4095, ``blockLen`` in
 bytes up to 2097151 and uint32 strides. A value outside its range would be truncated by the
 hardware field, so the machine reports it instead of timing a transfer the kernel does not make.

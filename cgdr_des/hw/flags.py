@@ -14,7 +14,7 @@ machine does: ``diagnostic`` (default) reports it; ``counter`` lets every set be
 wait; ``stall`` is ``counter`` plus the scalar unit stalling on a SetFlag it executes until the previous
 set of that flag has been consumed.
 
-Event ids (hardware.md row 24): a per-HardEvent occupancy mask of ``n_ids`` bits. ``alloc`` takes the
+Event ids (docs/hardware.md row 24): a per-HardEvent occupancy mask of ``n_ids`` bits. ``alloc`` takes the
 lowest free id and marks it; ``fetch`` returns the lowest free id without marking; ``release`` clears.
 """
 

@@ -66,7 +66,7 @@ class MachineRun:
     launch; ``stall_V``/``stall_MTE*`` = cycles blocked in WaitFlags and barriers; ``first_V``/``last_V``
     = the vector pipe's first start and last end (None if it ran nothing). ``counts[core]``:
     Counter of ``(phase, isa.record_kind(rec))`` over every record the core pulled, a Scalar
-    weighted by its ``count`` (so scalar columns count operations, as notes/kernel.md tabulates
+    weighted by its ``count`` (so scalar columns count operations, as docs/kernel.md tabulates
     them) and a Macro contributing the counts of the records it replaced (``n_records`` counts
     pulled records, a Macro as one).
     """

@@ -9,7 +9,7 @@ A profile is a TOML file in ``cgdr_des/hw/profiles/`` (or any path). Layout::
 
     [fields.clock_mhz]
     value = 1060
-    source = "MSOPPROF sim_defs.h CLOCK_SPEED_SERIES_MAP (notes/hardware.md row 52)"
+    source = "MSOPPROF sim_defs.h CLOCK_SPEED_SERIES_MAP (docs/hardware.md row 52)"
     confidence = "M"          # H: official or hard-coded by Huawei; M: fitted/approximate; L: estimate
     range = [960, 1060]       # optional (with range_reason): plausible values, see cgdr_des.hw.ranges
     range_reason = "..."

@@ -7,7 +7,7 @@ queue calls on it are accepted as no-ops).
 
 A TQue's buffers go FREE -> ALLOCATED (AllocTensor) -> QUEUED (EnQue) -> HELD (DeQue) -> FREE
 (FreeTensor). The bookkeeping runs on the scalar unit, in program order, and inserts the flags of
-hardware.md §3 (rows 30-31); ``enq`` is the event of the data direction, ``free`` its reverse:
+docs/hardware.md §3 (rows 30-31); ``enq`` is the event of the data direction, ``free`` its reverse:
 
     VECIN  (GM->UB): enq MTE2_V, free V_MTE2      VECOUT (UB->GM): enq V_MTE3, free MTE3_V
     AllocTensor: takes the next FREE buffer round-robin from the cursor; if it has a pending free

@@ -15,7 +15,7 @@ from functools import lru_cache
 import numpy as np
 
 REDUCE_WIDTH = 64  # kReduceRepeatElements
-DOT_INPLACE_LIMIT = 512  # partial sums land at 8r < 64: fullRepeats <= 8 (seed §6)
+DOT_INPLACE_LIMIT = 512  # partial sums land at 8r < 64: fullRepeats <= 8 (docs/design-notes.md §6)
 
 
 def dot_fp32(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:

@@ -1,6 +1,6 @@
 """Work distribution: which core processes which (batch, head[, V-tile]) item.
 
-The source (``chunk_gated_delta_rule.h``, seed notes §1-§2, notes/kernel.md §4.3):
+The source (``chunk_gated_delta_rule.h``, docs/design-notes.md §1-§2, docs/kernel.md §4.3):
 
 - ``ShouldSplitVTiles() = realV_ > vStep_ && GetBlockNum() > NV_`` (h:239-240): with more cores than
   heads and several V-tiles, every (head, V-tile) pair is its own work item;

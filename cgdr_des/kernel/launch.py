@@ -4,7 +4,7 @@
 ``CoreState`` is what one AIV owns (its UB as numpy views at the offsets of InitLocalBuffers, and the
 members ``Init`` sets: blockIdx_, alignK_, stateStrideK_, vStepAligned_ ...).
 
-Numerics modes (DESIGN.md §3):
+Numerics modes (docs/architecture.md §3):
 - ``kernel``: fp16 inputs widened to fp32, every UB buffer fp32, the workspace state fp32 between
   chunks, out and final_state cast to fp16 -- the kernel's precision. Long accumulations (Axpy
   chains, the DotFp32 partial sums) keep the kernel's structure and fp32 rounding, but the order of

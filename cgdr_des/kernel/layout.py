@@ -1,4 +1,4 @@
-"""The device's Unified Buffer layout, as ``InitLocalBuffers`` carves it (notes/kernel.md §4.2).
+"""The device's Unified Buffer layout, as ``InitLocalBuffers`` carves it (docs/kernel.md §4.2).
 
 Order of allocation (``chunk_gated_delta_rule.h`` InitLocalBuffers):
 

@@ -1,7 +1,7 @@
 """Per-chunk phases 1-5 of ProcessChunk: everything that depends on K, Q, beta and g but not on V.
 
 Each function mirrors one kernel function (chunk_gated_delta_rule.h at 00e39ab5; anchors from the
-seed notes and notes/kernel.md §5). It (a) computes its numbers on the core's UB views unless
+docs/design-notes.md and docs/kernel.md §5). It (a) computes its numbers on the core's UB views unless
 numerics is ``off`` and (b) appends its instruction records to ``out`` when the core emits. The UB
 views carry a leading *lane* axis (one lane on a core of the program, one per head in the
 head-batched numbers of batched.py), so every numeric line below indexes ``[:, rows, cols]``.
@@ -189,7 +189,7 @@ def check_dot_limit(core) -> None:
     if core.shape.dk > cm.DOT_INPLACE_LIMIT:
         raise KernelDiagnostic(
             f"DotFp32 count dk={core.shape.dk} exceeds its in-place limit of {cm.DOT_INPLACE_LIMIT}: "
-            "partial sums would overwrite unread products (seed §6)")
+            "partial sums would overwrite unread products (docs/design-notes.md §6)")
 
 
 def attn_matrix_lower(core, ch, out: list) -> None:

@@ -1,6 +1,6 @@
 """Host tiling of the vector-only kernel, as ``op_host/chunk_gated_delta_rule_tiling.cpp`` (commit 00e39ab5).
 
-What the host decides before launch (notes/kernel.md §3):
+What the host decides before launch (docs/kernel.md §3):
 
 - ``SolveVStep``: the largest V-tile width ``vStep`` (from ``CeilAlign(dv, 16)`` down to 16, step 16)
   whose ``ComputeTmpBuffBytes + ComputeOutQueueBytes`` fits in UB;
@@ -18,7 +18,7 @@ allocates two out-queue buffers on the device, so its host must deduct two: by d
 accounting goes with the variant (``host_queue_buffers = buffer_num``: SolveVStep checks
 ``tmp + buffer_num * outQueue <= ubSize`` and ``ubRestBytes = ubSize - buffer_num * outQueue``).
 ``host_queue_buffers = 1`` with ``buffer_num = 2`` reproduces what flipping only the device constant
-would do (notes/kernel.md §7.4): the host still deducts one buffer, :attr:`Tiling.device_ub_bytes`
+would do (docs/kernel.md §7.4): the host still deducts one buffer, :attr:`Tiling.device_ub_bytes`
 exceeds UB, and the machine reports the UB over-allocation instead of simulating it.
 """
 

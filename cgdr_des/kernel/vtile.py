@@ -1,4 +1,4 @@
-"""ProcessOneVTile: steps 1-7 on one V-tile of one chunk (notes/kernel.md §5, Phase 6).
+"""ProcessOneVTile: steps 1-7 on one V-tile of one chunk (docs/kernel.md §5, Phase 6).
 
 ``v_i`` is the tile's first value column, ``cv`` its width (curV). Buffers: chunkVFp32 holds v_beta
 then v_new; chunkAttnOutFp32 holds U, then attn_inter, then out; stateInFp32 [sK, V] the state tile
@@ -179,13 +179,13 @@ def accum_output(core, ch, out: list) -> None:
 
 def write_attn_tile_to_gm(core, ch, v_i: int, cv: int, out: list) -> None:
     """WriteAttnTileToGm (:341-372): Muls(x1) touch, Cast to fp16 through the VECOUT queue, then one
-    2-D DataCopy when the seed's five conditions hold, else a CopyToGm per row."""
+    2-D DataCopy when the five conditions of docs/design-notes.md §8 hold, else a CopyToGm per row."""
     sh, L, V = core.shape, ch.L, core.v_aligned
     if cv % 16 and not _use_2d_store(core, cv):
         raise KernelDiagnostic(
             f"WriteAttnTileToGm: curV={cv} is not a multiple of 16 fp16 elements, so CopyToGm's "
             f"unaligned fallback writes {ceil_align(cv, 16)} per row and overruns into the next "
-            f"head's output (notes/kernel.md §6); shape dv={sh.dv}, vStep={core.v_step}")
+            f"head's output (docs/kernel.md §6); shape dv={sh.dv}, vStep={core.v_step}")
     if core.numerics != "off":
         o = _v2(core, "chunkAttnOutFp32", V)[:, :L, :cv]
         core.launch.out[ch.t_start:ch.t_start + L, core.lanes(ch)[0], v_i:v_i + cv] = np.moveaxis(o, 0, 1)

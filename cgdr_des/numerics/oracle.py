@@ -1,7 +1,7 @@
 """The float64 token-by-token gated delta rule: the independent truth kernel outputs are checked against.
 
-It follows the recurrent form of notes/math.md §1 only (never the chunk algebra the kernel uses),
-with the kernel's interface and layouts (notes/kernel.md §2). Per sequence, per value head, with the
+It follows the recurrent form of docs/math.md §1 only (never the chunk algebra the kernel uses),
+with the kernel's interface and layouts (docs/kernel.md §2). Per sequence, per value head, with the
 state ``S`` of shape ``[Dv, Dk]`` (value dim first, as ``initial_state`` stores it), per token t::
 
     S   <- exp(g_t) * S                 decay first (g is log-space; absent g means no decay)

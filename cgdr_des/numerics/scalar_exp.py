@@ -1,6 +1,6 @@
 """The kernel's software exponential ``ScalarExp``, emulated bit for bit in float32.
 
-Source: ``chunk_gated_delta_rule.h:263-284`` (seed notes §5). The kernel calls it on the scalar unit
+Source: ``chunk_gated_delta_rule.h:263-284`` (docs/design-notes.md §5). The kernel calls it on the scalar unit
 once per row of Step 7 (``UpdateAndWriteState``) with ``G_{L-1} - G_i`` to avoid a vector round trip:
 
 1. ``reduced = |x|``; halve it while ``reduced > 1`` (``k`` halvings, each exact in binary float);
@@ -10,7 +10,7 @@ once per row of Step 7 (``UpdateAndWriteState``) with ``G_{L-1} - G_i`` to avoid
 4. ``result = 1 / result`` if ``x < 0``.
 
 Accuracy: the Taylor part is good to a few float32 ulps, but every squaring doubles the relative
-error, so the error grows like ``2**k * eps32`` (seed §5: ``|x| ~ 1e3`` would give ~1e-4). Results
+error, so the error grows like ``2**k * eps32`` (docs/design-notes.md §5: ``|x| ~ 1e3`` would give ~1e-4). Results
 beyond the float32 range overflow to ``inf`` during the squarings (then ``1/inf = 0`` for negative
 ``x``), exactly as float32 hardware arithmetic would.
 

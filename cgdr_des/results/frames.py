@@ -1,4 +1,4 @@
-"""Machine records -> pandas frames (DESIGN.md §4). All times are integer core cycles.
+"""Machine records -> pandas frames (docs/architecture.md §4). All times are integer core cycles.
 
 Input: a ``MachineRun`` from ``cgdr_des.hw`` (``ops`` tuples in ``OP_COLUMNS`` order, possibly empty
 when ops were not kept; ``spans`` tuples in ``SPAN_COLUMNS`` order, one per labelled segment of a
@@ -17,7 +17,7 @@ Frames:
   ``<NA>``.
 - ``cores``: core, items, tokens (Σ seqlen of its items), finish, busy_{S,V,MTE2,MTE3},
   stall_{S,V,MTE2,MTE3}, plus any other per-core counter the machine reports (``n_records``).
-- ``summary``: one row; ``SUMMARY_COLUMNS``: every field of DESIGN.md §4 (makespan in cycles and µs,
+- ``summary``: one row; ``SUMMARY_COLUMNS``: every field of docs/architecture.md §4 (makespan in cycles and µs,
   ``lower_bound_cycles`` = max(ceil(Σ item durations / cores), longest item), ``imbalance`` = max/mean
   core finish, ``cv``, finish p50/p95/p99, ``util_<pipe>`` = mean over cores of busy/makespan, and the
   provenance ``PROVENANCE`` taken from ``meta``, else from the scenario), then ``n_cores`` (cores that
@@ -257,7 +257,7 @@ def provenance(meta: dict[str, Any], scenario: Any) -> dict[str, Any]:
 
 def summary_frame(makespan: int, items: pd.DataFrame, cores: pd.DataFrame, prov: dict[str, Any],
                   clock_mhz: float) -> pd.DataFrame:
-    """The one-row summary (DESIGN.md §4); finish statistics are over the cores that ran."""
+    """The one-row summary (docs/architecture.md §4); finish statistics are over the cores that ran."""
     makespan = int(makespan)
     finish = cores["finish"].to_numpy(np.float64)
     tails = metrics.tail_percentiles(finish, (50, 95, 99))

@@ -1,6 +1,6 @@
 """Chrome trace (``trace.json``) of a run, for Perfetto / chrome://tracing / MindStudio Insight.
 
-Layout, following ``msprof op simulator`` (notes/hardware.md §7):
+Layout, following ``msprof op simulator`` (docs/hardware.md §7):
 - ``pid`` = core id, named ``core{N}`` by a ``process_name`` metadata event;
 - one thread per pipe, named as msprof names them: ``SCALAR`` (pipe S), ``VECTOR`` (V), ``MTE2``,
   ``MTE3``; span rows of an aggregated run (pipe ``ALL``) go to ``PHASE``. Instructions in one pipe

@@ -17,8 +17,8 @@ Choices where a distribution has several textbook readings:
   (``P(X > x) = (min/x)**alpha``), floored to an integer and clipped at ``max`` (so the clip puts a point
   mass at ``max`` rather than resampling).
 - ``bimodal``: ``n_long`` sequences of ``long`` tokens among ``batch - n_long`` of ``short`` tokens — the
-  seed notes' long-tail example (one 2048-token sequence among 8-token ones). ``place`` puts the long ones
-  first (the seed's "batch0 is long"), last, or at positions drawn from the generator.
+  long-tail (docs/design-notes.md §2) example (one 2048-token sequence among 8-token ones). ``place`` puts the long ones
+  first (the design notes' "batch0 is long" (docs/design-notes.md §2)), last, or at positions drawn from the generator.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from cgdr_des.errors import InputError
 
 MAX_LENGTH = 2**31 - 1  # actual_seq_lengths is int32 on the device
+MAX_BATCH = 1_048_576  # sequences per launch: one work item per (sequence, head) is simulated
 # The bounded zipf pmf is tabulated over its whole support; past this many integers a table is wasteful.
 MAX_ZIPF_SUPPORT = 10_000_000
 # exp(N(0, 50)) spans hundreds of decades; past this sigma a lognormal is a point mass at its clips.

@@ -1,7 +1,7 @@
-"""Seeded synthetic inputs, drawn the way the kernel's own test draws them (notes/kernel.md §7.1).
+"""Seeded synthetic inputs, drawn the way the kernel's own test draws them (docs/kernel.md §7.1).
 
 - q and k: standard normal, L2-normalised per (token, head) as ``x / sqrt(sum(x^2) + 1e-6)``
-  (eps inside the sqrt, as fla's and HF's l2norm; notes/math.md §1.1);
+  (eps inside the sqrt, as fla's and HF's l2norm; docs/math.md §1.1);
 - value: standard normal;
 - beta: ``sigmoid(randn)`` in (0, 1), or zeros with ``beta="zero"``;
 - g: ``-(rand + 0.01)`` in [-1.01, -0.01), float32 always; None when ``has_gamma`` is false;
