@@ -8,27 +8,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from sweep_cases import TINY  # the tiny scenario the sweep tests use
 
 from cgdr_des.cli import main
 from cgdr_des.errors import InputError
 from cgdr_des.overrides import apply_overrides, parse_set
 from cgdr_des.scenario import load_scenario
 
-TINY = """
-name = "tiny"
-[shape]
-nk = 1
-nv = 2
-dk = 16
-dv = 16
-[workload]
-lengths = [8, 3]
-[sim]
-numerics = "off"
-trace = false
-[output]
-plots = false
-"""
 LOGNORMAL = TINY.replace("lengths = [8, 3]", "batch = 3\nseed = 4\n[workload.distribution]\n"
                                             'kind = "lognormal"\nmedian = 16\nsigma = 1.0\nmax = 64')
 
