@@ -15,7 +15,7 @@ from cgdr_des.kernel.dispatch import assign_items, compute_avgload
 from cgdr_des.kernel.functional import build_launch, core_assignments, make_launch
 from cgdr_des.kernel.launch import CHUNK_SIZE, Shape, ceil_div, should_split
 from cgdr_des.kernel.policies import COST_POLICIES
-from cgdr_des.kernel.program import Phase, ReuseStage, core_program
+from cgdr_des.kernel.program import ReuseStage, core_program
 from cgdr_des.numerics.finite import check_outputs
 from cgdr_des.results.frames import build_result
 from cgdr_des.workload.tensors import draw_g, make_inputs
@@ -25,7 +25,7 @@ from cgdr_des.workload.tensors import draw_g, make_inputs
 OPS_ROW_LIMIT = 2_000_000
 
 
-class CompileStage:
+class CompileStage(ReuseStage):
     """``phase`` fidelity's compile-and-cache stage between the programs and the machine.
 
     The first occurrence of each phase key (label and signature) is built, with its loops as
@@ -35,22 +35,16 @@ class CompileStage:
     own GM addresses (DMA alignment, data-cache lines) and ScalarExp arguments. One stage serves
     every core of a launch."""
 
+    emit = True
+
     def __init__(self, compiler) -> None:
         self.compiler = compiler
         self.repeats = bool(getattr(compiler, "accepts_repeat", False))
         self.cache: dict[tuple, list] = {}
 
-    def __call__(self, item: list | Phase) -> list:
-        if type(item) is list:
-            return item
-        cached = self.cache.get(item.key)
-        if cached is not None:
-            if item.numbers:
-                item.build(None)
-            return cached
-        out: list = []
-        item.build(out)
-        compiled = self.cache[item.key] = self.compiler.compile(out)
+    def first(self, key: tuple, records: list) -> list:
+        """Compile a key's first occurrence and keep it for every later one."""
+        compiled = self.cache[key] = self.compiler.compile(records)
         return compiled
 
 

@@ -125,9 +125,14 @@ class ReuseStage:
             return cached
         out: list = []
         item.build(out)
-        if reusable(out):
-            self.cache[item.key] = out
-        return out
+        return self.first(item.key, out)
+
+    def first(self, key: tuple, records: list) -> list:
+        """The records of a key's first occurrence, cached when later occurrences may reuse them
+        (a subclass may transform them first: the simulation's compile stage)."""
+        if reusable(records):
+            self.cache[key] = records
+        return records
 
 
 #: Records that differ between occurrences of one signature (addresses, run-time event ids).
