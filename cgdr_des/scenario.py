@@ -286,14 +286,20 @@ class Scenario(_Section):
 
 def load_scenario(path: str | Path) -> Scenario:
     """Read and validate a TOML scenario file; every problem is one-line InputError."""
+    data = read_toml(path, "scenario", "TOML file")
+    return Scenario.from_dict(data, base_dir=Path(path).parent)
+
+
+def read_toml(path: str | Path, field: str, kind: str) -> dict[str, Any]:
+    """The parsed TOML document at ``path``; a missing or malformed file is one-line InputError on
+    ``field`` (``kind`` says what was expected: "TOML file", "TOML sweep file")."""
     p = Path(path)
     if not p.is_file():
-        raise InputError("scenario", str(path), "path of an existing TOML file")
+        raise InputError(field, str(path), f"path of an existing {kind}")
     try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
+        return tomllib.loads(p.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise InputError("scenario", str(path), f"valid TOML ({exc})") from None
-    return Scenario.from_dict(data, base_dir=p.parent)
+        raise InputError(field, str(path), f"valid TOML ({exc})") from None
 
 
 # ---------------------------------------------------------------- lengths

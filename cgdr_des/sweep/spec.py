@@ -31,7 +31,6 @@ law. ``load_sweep`` checks the file's own fields; each point is validated when t
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -40,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from cgdr_des.errors import InputError
 from cgdr_des.overrides import check_path
-from cgdr_des.scenario import Scenario, load_scenario
+from cgdr_des.scenario import Scenario, load_scenario, read_toml
 
 SAMPLERS = ("uniform", "loguniform", "choice", "normal")
 
@@ -106,14 +105,8 @@ class SweepSpec(BaseModel):
 
 def load_sweep(path: str | Path, *, overrides: list[tuple[str, Any]] = (), seed: int | None = None) -> SweepSpec:
     """Read a sweep file; ``overrides`` (``--set``) join its ``[set]`` table, ``seed`` replaces ``seed``."""
-    p = Path(path)
-    if not p.is_file():
-        raise InputError("sweep", str(path), "path of an existing TOML sweep file")
-    try:
-        doc = tomllib.loads(p.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise InputError("sweep", str(path), f"valid TOML ({exc})") from None
-    return sweep_from_dict(doc, base_dir=p.parent, overrides=overrides, seed=seed)
+    doc = read_toml(path, "sweep", "TOML sweep file")
+    return sweep_from_dict(doc, base_dir=Path(path).parent, overrides=overrides, seed=seed)
 
 
 def sweep_from_dict(doc: Mapping[str, Any], *, base_dir: Path, overrides: list[tuple[str, Any]] = (),
