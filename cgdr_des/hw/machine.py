@@ -9,7 +9,7 @@ Usage::
 Lifecycle of a run: every core's scalar unit starts at ``kernel_launch_cycles``; cores run
 concurrently and meet only in the shared GM bandwidth. The run ends when SimPy has nothing left to
 do; a core that still has work then is deadlocked and reported (KernelDiagnostic naming every
-blocked automaton). Any other diagnostic (UB over-allocation, event ids exhausted, ...) stops the
+blocked process). Any other diagnostic (UB over-allocation, event ids exhausted, ...) stops the
 run where it happens. Same programs and profile -> identical results.
 
 ``keep_ops=False`` skips the per-instruction rows (``ops`` is empty); spans, cores and counts are
@@ -55,7 +55,7 @@ class MachineRun:
     blocked time shows) to when the pipe moves on, a SetFlag from its arrival to when it fires.
     ``elements`` is the element count (Scalar: its count; SetFlag/WaitFlag: the event id),
     ``bytes`` the DMA or ScalarGm bytes. Labels come from the core's last Tag ("" and -1 before
-    any). Rows are grouped by the automaton that produced them, each in start order.
+    any). Rows are grouped by the process (pipe) that produced them, each in start order.
 
     ``span_columns`` (and, as tuples, ``spans``): one entry per Tag segment per core that has ops
     (:data:`SPAN_COLUMNS`, one numpy column each): start = min
@@ -114,7 +114,7 @@ class Machine:
                  for i, p in enumerate(programs)]
         errors: list[BaseException] = []
         for core in cores:
-            env.process(core.process(errors))
+            core.start(errors)
         try:
             _run_until_error(env, errors)
             if errors:
@@ -169,6 +169,7 @@ def _run_until_error(env: simpy.Environment, errors: list) -> None:
 
 def _deadlock(stuck: list[Core]) -> KernelDiagnostic:
     lines = [line for c in stuck for line in c.blocked()]
+    lines.sort(key=lambda line: "were lost" not in line)    # the cause first: a wait on a lost set
     first = (f"deadlock: the program stopped with work left on core(s) {', '.join(str(c.cid) for c in stuck)}"
-             f": {lines[0] if lines else 'no automaton reports a block'}")
+             f": {lines[0] if lines else 'no process reports a block'}")
     return KernelDiagnostic("\n".join([first, *lines[1:]]))

@@ -16,7 +16,7 @@ NO_START = 2**62
 
 class Span:
     """The ops of one Tag segment on one core: its labels, the smallest start and largest end of the
-    ops it holds so far (cycles), and how many ops it holds. Every automaton widens it as it goes."""
+    ops it holds so far (cycles), and how many ops it holds. Every process widens it as it goes."""
 
     __slots__ = ("phase", "batch", "head", "vtile", "chunk", "start", "end", "n")
 
