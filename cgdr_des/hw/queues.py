@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections import deque
 
 from simpy.core import BoundClass
+from simpy.events import Event
 from simpy.resources.base import BaseResource, Get, Put
 
 from cgdr_des.hw.records import Entry, new_entry
@@ -37,15 +38,27 @@ from cgdr_des.hw.rules import hand_over
 class Handover(Put):
     """The scalar unit waits to hand ``fields`` (an Entry without its cycle) to a full queue; it is
     ready from cycle ``ready`` and spends ``dispatch`` cycles; a Macro's V part is issued
-    ``offset`` cycles after the hand-over. Value once accepted: ``(issued, stall)``."""
+    ``offset`` cycles after the hand-over. Value once accepted: ``(issued, stall)``.
+
+    Made only when the queue is full, so unlike SimPy's generic Put it does not try itself at
+    once, and its acceptance (:meth:`IssueQueue.took`) has nothing further to trigger: the only
+    callback is the waiting process's resumption (a wait costs one bare SimPy event)."""
 
     def __init__(self, queue: IssueQueue, fields: tuple, ready: int, dispatch: int, offset: int = 0) -> None:
+        Event.__init__(self, queue._env)
+        self.resource, self.proc = queue, None
         self.fields, self.ready, self.dispatch, self.offset = fields, ready, dispatch, offset
-        super().__init__(queue)
+        queue.put_queue.append(self)
 
 
 class Nonempty(Get):
-    """The pipe waits for an entry in its empty queue (the entry stays queued)."""
+    """The pipe waits for an entry in its empty queue (the entry stays queued). Made only when the
+    queue is empty; triggered by the next hand-over (:meth:`IssueQueue.hand`)."""
+
+    def __init__(self, queue: IssueQueue) -> None:
+        Event.__init__(self, queue._env)
+        self.resource, self.proc = queue, None
+        queue.get_queue.append(self)
 
 
 class IssueQueue(BaseResource):
@@ -69,11 +82,12 @@ class IssueQueue(BaseResource):
         self.items.append(new_entry(Entry, (code, t + offset, rec, span, idx, a, b)))
         self.n_push = n + 1
         if self.get_queue:
-            self._trigger_get(None)
+            self.get_queue.pop().succeed()
         return t, stall
 
     def took(self, k: int, dequeue: int) -> None:
-        """The pipe took its ``k``-th entry off the queue at cycle ``dequeue``: the slot is free."""
+        """The pipe took its ``k``-th entry off the queue at cycle ``dequeue``: the slot is free, and
+        a waiting hand-over is accepted into it."""
         self.ring[k % self._capacity] = dequeue
         if self.put_queue:
             self._trigger_put(None)

@@ -322,7 +322,7 @@ def scalar_unit(core, program):
         q.items.append(new_entry(Entry, (code, t, rec, su.span, su.idx, a, b)))
         q.n_push = n + 1
         if q.get_queue:
-            q._trigger_get(None)
+            q.get_queue.pop().succeed()
     core.finish_scalar(su.t, su.stall, su.idx + 1)
 
 
