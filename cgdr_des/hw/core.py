@@ -37,7 +37,8 @@ from cgdr_des.hw.dcache import DataCache
 from cgdr_des.hw.diagnostics import HwFault, at, flag_name, tag_text
 from cgdr_des.hw.dma import check_dma, dma_numbers
 from cgdr_des.hw.flags import EventIdPool, FlagTable
-from cgdr_des.hw.pipes import PipeState, mte_pipe, vector_pipe
+from cgdr_des.hw.hazards import BufferLog
+from cgdr_des.hw.pipes import FIXED_PIPES, PipeState, fixed_pipe, mte_pipe, vector_pipe
 from cgdr_des.hw.records import DMA, WAIT, MacroTally, Span
 from cgdr_des.hw.scalar import ScalarUnit, scalar_unit
 from cgdr_des.hw.tque import UnifiedBuffer
@@ -47,7 +48,7 @@ class Core:
     """One AIV running one program. ``rows`` is the machine-wide ops list (shared by all cores)."""
 
     def __init__(self, cid: int, program, *, profile, env, bus, rows: list, keep_ops: bool,
-                 vec_params, scalar_costs, dcache: DataCache | None = None) -> None:
+                 vec_params, scalar_costs, dcache: DataCache | None = None, fixed_costs=None) -> None:
         self.cid, self.profile, self.env, self.bus = cid, profile, env, bus
         self.program = program
         self.rows, self.keep_ops = rows, keep_ops
@@ -68,16 +69,37 @@ class Core:
         self.s_t = self.s_busy = self.s_stall = self.n_records = 0
         self.gm_read = self.gm_written = 0
         self.processes: list = []
+        self.errors: list = []
+        self.fixed_costs = fixed_costs        # (profile, record) -> (issue, latency) of a Cube-side record
+        self.buffers = BufferLog()
 
     def start(self, errors: list) -> None:
         """Start the core's four processes. An exception one raises (a diagnostic, or one from the
         program's own generator) is appended to ``errors`` instead of propagating: SimPy would re-raise
         a reconstructed copy, which breaks exceptions whose constructor takes other arguments than
         their message (InputError)."""
-        env = self.env
+        env, self.errors = self.env, errors
         gens = [scalar_unit(self, self.program)]
         gens += [vector_pipe(self, P) if P.name == "V" else mte_pipe(self, P) for P in self.pipe_list]
         self.processes = [env.process(_reporting(g, errors)) for g in gens]
+
+    def pipe(self, name: str) -> PipeState:
+        """The pipe ``name``; MTE1 and M (a Cube-era program's) are made and started on first use."""
+        P = self.pipes.get(name)
+        if P is None:
+            if name not in FIXED_PIPES:
+                raise HwFault(f"no pipe {name!r} on an AIV (V, MTE2, MTE3, and {', '.join(FIXED_PIPES)})")
+            P = self.pipes[name] = PipeState(self.env, name, self.profile.queue_depth, self.t0)
+            self.pipe_list.append(P)
+            self.processes.append(self.env.process(_reporting(fixed_pipe(self, P), self.errors)))
+        return P
+
+    def fixed_cost(self, rec) -> tuple[int, int]:
+        """``(issue, latency)`` cycles of a Cube-side record, from the machine's cost function."""
+        if self.fixed_costs is None:
+            from cgdr_des.hw.cube_costs import cube_cycles  # only Cube-era programs need it
+            self.fixed_costs = cube_cycles
+        return self.fixed_costs(self.profile, rec)
 
     # ------------------------------------------------------------ called by the processes
 
@@ -138,11 +160,16 @@ class Core:
         return max(self.s_t, *(P.done for P in self.pipe_list))
 
     def stats(self) -> dict:
-        V, M2, M3 = self.pipe_list
-        return {"core": self.cid, "finish": self.finish, "busy_S": self.s_busy, "busy_V": V.busy,
-                "busy_MTE2": M2.busy, "busy_MTE3": M3.busy, "stall_S": self.s_stall, "stall_V": V.stall,
-                "stall_MTE2": M2.stall, "stall_MTE3": M3.stall, "n_records": self.n_records,
-                "first_V": V.first, "last_V": V.done if V.first is not None else None}
+        """The core's totals (``CORE_KEYS``; ``busy_M``... only where a Cube-era program used M)."""
+        V, M2, M3 = (self.pipes[name] for name in ("V", "MTE2", "MTE3"))
+        out = {"core": self.cid, "finish": self.finish, "busy_S": self.s_busy, "busy_V": V.busy,
+               "busy_MTE2": M2.busy, "busy_MTE3": M3.busy, "stall_S": self.s_stall, "stall_V": V.stall,
+               "stall_MTE2": M2.stall, "stall_MTE3": M3.stall, "n_records": self.n_records,
+               "first_V": V.first, "last_V": V.done if V.first is not None else None}
+        for name in FIXED_PIPES:
+            if name in self.pipes:
+                out["busy_" + name], out["stall_" + name] = self.pipes[name].busy, self.pipes[name].stall
+        return out
 
     def counter(self) -> Counter:
         for tally in self.macro_counts.values():

@@ -90,9 +90,12 @@ class MachineRun:
 class Machine:
     """A chip described by ``profile`` (a :class:`Profile` or a profile name / path)."""
 
-    def __init__(self, profile: Profile | str = "atlas-300i-duo", *, keep_ops: bool = True) -> None:
+    def __init__(self, profile: Profile | str = "atlas-300i-duo", *, keep_ops: bool = True,
+                 fixed_costs=None) -> None:
         self.profile = profile if isinstance(profile, Profile) else load_profile(profile)
         self.keep_ops = keep_ops
+        #: ``(profile, record) -> (issue, latency)`` of Cube-side records (default: hw.cube_costs)
+        self.fixed_costs = fixed_costs
         self._vec = vec_params(self.profile)
         self._scalar = scalar_kind_cycles(self.profile)
 
@@ -110,7 +113,8 @@ class Machine:
         bus = GmBus(env, self.profile.gm_bytes_per_cycle)
         rows: list[tuple] = []
         cores = [Core(i, iter(p), profile=self.profile, env=env, bus=bus, rows=rows, keep_ops=self.keep_ops,
-                      vec_params=self._vec, scalar_costs=self._scalar, dcache=dcaches[i] if dcaches else None)
+                      vec_params=self._vec, scalar_costs=self._scalar, dcache=dcaches[i] if dcaches else None,
+                      fixed_costs=self.fixed_costs)
                  for i, p in enumerate(programs)]
         errors: list[BaseException] = []
         for core in cores:
@@ -122,10 +126,13 @@ class Machine:
             stuck = [c for c in cores if not c.finished]
             if stuck:
                 raise _deadlock(stuck)
+            hazards = [f"core {c.cid}: {h}" for c in cores for h in c.buffers.hazards()]
+            if hazards:
+                raise KernelDiagnostic("\n".join(hazards))
         finally:
             for core in cores:
                 core.release()
-        stats = [c.stats() for c in cores]
+        stats = _with_all_keys([c.stats() for c in cores])
         return MachineRun(ops=rows, span_columns=_span_columns(cores), cores=stats,
                           counts=[c.counter() for c in cores], makespan=max(s["finish"] for s in stats),
                           gm_bytes_read=sum(c.gm_read for c in cores),
@@ -151,6 +158,13 @@ def _span_columns(cores: list[Core]) -> dict:
         del spans
         c.spans.clear()
     return {name: np.concatenate(parts) if parts else np.zeros(0, np.int64) for name, parts in cols.items()}
+
+
+def _with_all_keys(stats: list[dict]) -> list[dict]:
+    """Every core's stats with the same keys: a core whose Cube-era program never reached M or MTE1
+    reports them as 0 when another core did."""
+    keys = dict.fromkeys(k for s in stats for k in s)
+    return [s if len(s) == len(keys) else {k: s.get(k, 0) for k in keys} for s in stats]
 
 
 def _run_until_error(env: simpy.Environment, errors: list) -> None:

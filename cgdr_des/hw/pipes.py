@@ -33,9 +33,10 @@ from __future__ import annotations
 
 from cgdr_des.hw.diagnostics import at
 from cgdr_des.hw.flags import CHECKED_POLICIES, double_set_message, drop_lost
+from cgdr_des.hw.hazards import Timed
 from cgdr_des.hw.queues import IssueQueue
-from cgdr_des.hw.records import BAR, DMA, MAC, VEC, WAIT, Entry
-from cgdr_des.hw.rules import arrival, barrier, flag_set, flag_wait, set_while_set, vec_op
+from cgdr_des.hw.records import BAR, DMA, FIXED, MAC, VEC, WAIT, Entry
+from cgdr_des.hw.rules import arrival, barrier, fixed_op, flag_set, flag_wait, set_while_set, vec_op
 from cgdr_des.isa import HARD_EVENTS
 
 
@@ -70,6 +71,9 @@ class PipeState:
         return self.drain_ev
 
 
+#: the pipes of a coupled core's Cube side, started when a program first uses them (:func:`fixed_pipe`)
+FIXED_PIPES = ("MTE1", "M")
+
 SET_OP = {ev: "SetFlag:" + ev for ev in HARD_EVENTS}
 WAIT_OP = {ev: "WaitFlag:" + ev for ev in HARD_EVENTS}
 
@@ -103,7 +107,11 @@ def vector_pipe(core, P: PipeState):
                 break
             else:
                 a = arrival(free, issued)
-                if code == MAC:   # a Macro's V part holds V for its span; busy/stall as timed alone
+                if code == FIXED:   # a Cube-era L0C drain or UB copy on V
+                    a, free, end, added, cov = fixed_op(free, issued, x[0], x[1], cov)
+                    busy += added
+                    deq, op, elements = a, _executed(core, e, "V", a, end), 0
+                elif code == MAC:   # a Macro's V part holds V for its span; busy/stall as timed alone
                     end = free = a + y
                     busy += getattr(rec, "v_busy", y)
                     stall += getattr(rec, "v_stall", 0)
@@ -242,7 +250,57 @@ def mte_pipe(core, P: PipeState):
         yield _wait_for_work(core, P)
 
 
-DMA_OP = {d: "DataCopy:" + d for d in ("GM2UB", "UB2GM")}   # directions check_dma lets through
+DMA_OP = {d: "DataCopy:" + d for d in ("GM2UB", "UB2GM", "GM2L1")}   # directions check_dma lets through
+
+
+def fixed_pipe(core, P: PipeState):
+    """The MTE1 or M process of a Cube-era program: fixed-cost records (LoadData, Mmad), flags and
+    barriers in order, each by the same rules as on V (:func:`~cgdr_des.hw.rules.fixed_op`)."""
+    f, keep, cid, name = core.profile.flag_cycles, core.keep_ops, core.cid, P.name
+    check = core.profile.flag_double_set in CHECKED_POLICIES
+    queue = P.q
+    q, popleft, rows_append = queue.items, queue.items.popleft, core.rows.append
+    cov = P.free            # busy is the union of [start, end) of pipelined records
+    while True:
+        while q:
+            e = q[0]
+            code, issued, rec, span, _, x, _ = e
+            if code == WAIT and not x.sets:
+                break
+            popleft()
+            a = arrival(P.free, issued)
+            if code == FIXED:
+                a, P.free, end, added, cov = fixed_op(P.free, issued, x[0], x[1], cov)
+                op, elements, work = _executed(core, e, name, a, end), 0, added
+            elif code == BAR:
+                end = P.free = barrier(a, P.done)
+                op, elements, work = "PipeBarrier:" + name, 0, 0
+                P.stall += end - a
+            elif code == WAIT:
+                c, end, work, cov = _consume(x, a, check, core, e, cov)
+                P.stall += c - a
+                P.free, op, elements = end, WAIT_OP[x.event], x.id
+            else:  # SET
+                P.free, end, work, cov = flag_set(a, P.done, f, cov)
+                _record_set(x, end, check, core, e)
+                op, elements = SET_OP[x.event], x.id
+            queue.took(P.n_deq, end if code in (WAIT, BAR) else a)
+            P.n_deq += 1
+            P.busy += work
+            if end > P.done:
+                P.done = end
+            span.add(a, end)
+            if keep:
+                rows_append(span.row(cid, name, op, a, end, elements, getattr(rec, "nbytes", 0)))
+        yield _wait_for_work(core, P)
+
+
+def _executed(core, e: Entry, pipe: str, start: int, end: int) -> str:
+    """A fixed-cost record ran from ``start`` to ``end``: log its buffer accesses; its ops label."""
+    label = type(e.rec).__name__
+    if e.b.reads or e.b.writes:
+        core.buffers.executed(e.b, Timed(e.idx, label, pipe, start, end))
+    return label
 
 
 def _submit(core, P: PipeState, e: Entry, a: int):

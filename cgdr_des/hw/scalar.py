@@ -31,7 +31,8 @@ from typing import NamedTuple
 
 from cgdr_des.hw.diagnostics import HwFault, at
 from cgdr_des.hw.flags import CHECKED_POLICIES, double_set_message, drop_lost
-from cgdr_des.hw.records import BAR, MAC, SET, VEC, WAIT, Entry, MacroTally, new_entry
+from cgdr_des.hw.pipes import FIXED_PIPES
+from cgdr_des.hw.records import BAR, FIXED, MAC, SET, VEC, WAIT, Entry, MacroTally, new_entry
 from cgdr_des.hw.rules import (
     barrier,
     flag_wait,
@@ -298,7 +299,8 @@ def scalar_unit(core, program):
                         yield fl.wait_set(env)
                     su.wait_flag(fl)
                 continue
-            P, code, a, b, pre = pipes[pipe], SET if is_set else WAIT, fl, None, 0
+            P = pipes[pipe] if pipe in pipes else core.pipe(pipe)     # MTE1 / M start on first use
+            code, a, b, pre = SET if is_set else WAIT, fl, None, 0
         elif typ is PipeBarrier and rec.pipe == "V":
             su.cnt["barrier_V"] += 1
             P, code, a, b, pre = V, BAR, None, None, 0
@@ -354,9 +356,25 @@ def _other(su: ScalarUnit, rec, typ):
             raise su.fail(str(exc)) from None
         su.t += su.prof.tpipe_call_cycles
         su.did("FetchEventID:" + rec.event, su.t - su.prof.tpipe_call_cycles, su.t)
+    elif isinstance(getattr(typ, "pipe", None), str):      # a Cube-side record names its pipe
+        su.cnt[record_kind(rec)] += 1
+        yield from _fixed_record(su, rec, typ)
     else:
         su.cnt[record_kind(rec)] += 1
         yield from _tpipe_record(su, rec)
+
+
+def _fixed_record(su: ScalarUnit, rec, typ):
+    """A fixed-cost Cube-side record (LoadData, Mmad, an L0C drain): handed to the pipe its class
+    names, with its (issue, latency) cycles and the buffer versions it reads and writes."""
+    core = su.core
+    try:
+        P = core.pipe(typ.pipe)
+        cost = core.fixed_cost(rec)
+    except HwFault as exc:
+        raise su.fail(str(exc)) from None
+    access = core.buffers.hand_over(rec)
+    yield from su.push(P, FIXED, rec, cost, access, su.prof.scalar_dispatch_cycles)
 
 
 def _lookup_flag(su: ScalarUnit, rec):
@@ -373,11 +391,11 @@ def _lookup_flag(su: ScalarUnit, rec):
 def _barrier(su: ScalarUnit, rec):
     """PipeBarrier<V/MTE2/MTE3> (handed over) or <ALL> (the scalar unit waits for every pipe to drain)."""
     pname, core = rec.pipe, su.core
-    if pname not in BARRIER_PIPES:
-        raise su.fail(f"PipeBarrier pipe {pname!r} not one of {', '.join(BARRIER_PIPES)}")
+    if pname not in BARRIER_PIPES and pname not in FIXED_PIPES:
+        raise su.fail(f"PipeBarrier pipe {pname!r} not one of {', '.join(BARRIER_PIPES + FIXED_PIPES)}")
     su.cnt["barrier_" + pname] += 1
     if pname != "ALL":
-        P = core.pipes[pname]
+        P = core.pipe(pname)
         yield from su.push(P, BAR, rec, None, None, su.prof.scalar_dispatch_cycles)
         return
     plist = core.pipe_list
