@@ -116,3 +116,4 @@ def test_a_pipe_the_aiv_does_not_have_is_refused():
 def test_vector_programs_report_no_cube_columns():
     r = run([Scalar("alu")])
     assert "busy_M" not in r.cores[0]
+

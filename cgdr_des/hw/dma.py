@@ -59,7 +59,7 @@ def check_dma(rec: Dma, ub_bytes: int, l1_bytes: int = 0) -> None:
         raise HwFault(f"Dma direction {rec.direction!r} not one of {', '.join(DIRECTIONS)}")
     params = rec.params
     if _PASSED_PARAMS.get(id(params)) is not params:
-        _check_params(params)
+        _check_nd2nz(params) if rec.direction == "GM2L1" else _check_params(params)
         _remember(_PASSED_PARAMS, params, params)
     if rec.direction == "GM2L1":
         _check_fields(rec, l1_bytes, "L1")
@@ -79,6 +79,19 @@ def _check_params(params) -> None:
             kind = "uint16" if hi == UINT16 else ("blockCount" if field == "block_count" else "field")
             raise HwFault(f"{name}.{field} = {v!r} is outside [0, {hi}] ({kind} range): the hardware "
                           "field would truncate")
+
+
+def _check_nd2nz(params) -> None:
+    """A GM -> L1 copy's Nd2NzParams: every field is a uint16_t in AscendC (ndNum, nValue, dValue,
+    the strides), so each must fit one."""
+    fields = getattr(params, "__dataclass_fields__", None)
+    if not fields:
+        raise HwFault(f"GM2L1 Dma params {type(params).__name__} is not an Nd2NzParams record")
+    for field in fields:
+        v = getattr(params, field)
+        if not _is_int(v) or not 0 <= v <= UINT16:
+            raise HwFault(f"{type(params).__name__}.{field} = {v!r} is outside [0, {UINT16}] (uint16 range): "
+                          "the hardware field would truncate")
 
 
 def _check_fields(rec: Dma, ub_bytes: int, memory: str = "UB") -> None:
