@@ -177,13 +177,13 @@ def _one_vtile(core: CoreState, ch: ChunkInfo, vt: int, state: StateOverlap | No
 def _step_signature(name: str, ch: ChunkInfo, v_i: int, cv: int) -> tuple:
     """What a V-tile step's records depend on: the chunk length and the tile, plus whether the state
     comes from initial_state (Step 3 at c == 0) or goes to final_state (Step 7 at the last chunk),
-    and under prefetch whether Step 1 takes the staged rows (and from which buffer)."""
+    and under prefetch whether Step 1 takes the staged rows."""
     if name == "S3_LoadState":
         return (ch.L, v_i, cv, ch.c == 0)
     if name == "S7_UpdateState":
         return (ch.L, v_i, cv, ch.is_last)
     if name == "S1_LoadVBeta" and ch.prefetch is not None:
-        return (ch.L, v_i, cv, ch.prefetch.v_i == v_i, ch.prefetch.slot)
+        return (ch.L, v_i, cv, ch.prefetch.v_i == v_i)
     return (ch.L, v_i, cv)
 
 
