@@ -6,12 +6,15 @@ change: the numbers of every phase are computed by the same code as the baseline
 final_state are the baseline's bit for bit (tests/test_variants.py).
 
 ``prefetch`` (``[kernel] prefetch = true``): a ``TQue<VECIN, 2> inQueue_`` whose buffers stage the
-fp16 K, Q (when Phase 3.5 caches Q) and first-tile V rows of one chunk. LoadChunkKey of chunk n
+fp16 K, Q (when Phase 3.5 caches Q) and first-tile V rows of one chunk, and for a head's first chunk
+the first tile's initial state rows (fp16, [cv, dk] as in GM). LoadChunkKey of chunk n
 issues the loads of chunk n + 1 (the next chunk of the head, or the first chunk of the core's next
 item) into the other buffer before it DeQues its own, so they run on MTE2 while chunk n computes.
 The TQue's own events (MTE2_V on EnQue/DeQue, V_MTE2 on FreeTensor/AllocTensor) replace the
 ``FetchEventID`` S_MTE2/V_MTE2/MTE2_V pairs that guarded the staging in chunkVFp32 and
-chunkAttnOutFp32; LoadVBeta frees the buffer once its V rows are cast.
+chunkAttnOutFp32; LoadVBeta frees the buffer once its V rows are cast, or, when it holds a state
+tile, LoadStateTile once it has transposed the rows into stateInFp32 by scalar UB reads and writes
+(instead of dk*cv scalar GM reads through the data cache).
 
 ``state_double_buffer``: a second FP32 state tile, ``stateNextFp32``. UpdateAndWriteState copies the
 updated tile there with one vector Muls(x1) (exact) and writes it back from there, then reads the
@@ -28,7 +31,7 @@ from dataclasses import dataclass
 
 from cgdr_des.errors import KernelDiagnostic
 from cgdr_des.isa import AllocTensor, DataCopyParams, DeQue, Dma, EnQue, FreeTensor, SetFlag, WaitFlag
-from cgdr_des.kernel.emit import PB_V, S_V, V_S, dma_in, gm_load, vec
+from cgdr_des.kernel.emit import PB_V, S_V, V_S, dma_in, gm_load, loop, scalar, vec
 from cgdr_des.kernel.launch import ceil_align
 from cgdr_des.kernel.layout import IN_QUEUE
 
@@ -41,7 +44,8 @@ UINT16_MAX = 65535
 @dataclass(frozen=True)
 class InLoad:
     """What one ``inQueue_`` buffer stages: tokens [t_start, t_start + L) of head ``head`` (q/k head
-    ``qk_head``), V columns [v_i, v_i + cv) of the chunk's first tile."""
+    ``qk_head``), V columns [v_i, v_i + cv) of the chunk's first tile, and with ``state`` (the
+    chunk is its item's first) that tile's initial state of batch ``b``."""
 
     t_start: int
     L: int
@@ -49,6 +53,8 @@ class InLoad:
     qk_head: int
     v_i: int
     cv: int
+    b: int = 0
+    state: bool = False
 
 
 @dataclass(frozen=True)
@@ -66,7 +72,7 @@ class ChunkPrefetch:
         """What the records' timing depends on: the lengths and widths loaded. The slot only moves UB
         addresses, which no timing rule reads; keeping it out of the key keeps one compiled phase
         per signature, as the baseline has (a second compile would see another data-cache state)."""
-        return tuple((ld.L, ld.cv) if ld else None for ld in (self.now, self.next))
+        return tuple((ld.L, ld.cv, ld.state) if ld else None for ld in (self.now, self.next))
 
 
 @dataclass(frozen=True)
@@ -84,8 +90,13 @@ def _pair(event: str) -> tuple[SetFlag, WaitFlag]:
 
 
 def in_slot(core, slot: int) -> int:
-    """UB byte address of ``inQueue_`` buffer ``slot``; K at +0, Q at +cs*aK*2, V at +2*cs*aK*2."""
+    """UB byte address of ``inQueue_`` buffer ``slot``; K at +0, Q at +cs*aK*2, V at +2*cs*aK*2,
+    the state rows after V's cs*V*2 bytes."""
     return core.layout.in_queue[slot].offset
+
+
+def _state_offset(core) -> int:
+    return 2 * _q_offset(core) + 64 * core.v_aligned * 2
 
 
 def _q_offset(core) -> int:
@@ -118,6 +129,10 @@ def issue_in_load(core, load: InLoad, slot: int, cache_q: bool, out: list) -> No
     src = gm.addr("value", (load.t_start * sh.nv + load.head) * sh.dv + load.v_i)
     vp = DataCopyParams(load.L, load.cv * 2 // 32, gap // 32, 0)
     out.append(dma_in(load.L * load.cv * 2, vp, src, base + 2 * _q_offset(core)))
+    if load.state:  # rows v_i .. v_i+cv of the head's [dv, dk] initial state are contiguous in GM
+        nbytes = load.cv * sh.dk * 2
+        first = gm.addr("initial_state", ((load.b * sh.nv + load.head) * sh.dv + load.v_i) * sh.dk)
+        out.append(dma_in(nbytes, DataCopyParams(1, nbytes // 32, 0, 0), first, base + _state_offset(core)))
     out.append(EnQue(IN_QUEUE))
 
 
@@ -153,7 +168,18 @@ def v_beta_records(core, ch, cv: int, out: list) -> None:
         out += [*S_V, vec("Cast", cv, v0 + 4 * i * V, staged + 2 * i * cv, src_bytes=2), PB_V,
                 vec("Muls", cv, v0 + 4 * i * V, v0 + 4 * i * V), PB_V]
     out.extend(V_S)
-    out.append(FreeTensor(IN_QUEUE))
+    if ch.c > 0:  # at a head's first chunk the buffer also holds the state tile: LoadStateTile frees it
+        out.append(FreeTensor(IN_QUEUE))
+
+
+def state_from_staging_records(core, cv: int, out: list) -> None:
+    """LoadStateTile (c == 0) from the staged rows: Duplicate, V->S (the scalar writes follow the
+    Duplicate and the DeQue'd DMA), cv rows of dk scalar UB reads and writes (the transposition),
+    S->V, FreeTensor."""
+    sh, sK, V = core.shape, core.shape.state_stride_k, core.v_aligned
+    out += [vec("Duplicate", sK * V, core.ub("stateInFp32")), PB_V, *V_S]
+    loop(core, out, cv, lambda v: [scalar("ub_load", sh.dk), scalar("ub_store", sh.dk)])
+    out += [*S_V, FreeTensor(IN_QUEUE)]
 
 
 def _ws_rows(core, ch, v_i: int, cv: int, direction: str) -> list[Dma]:

@@ -179,11 +179,11 @@ def _step_signature(name: str, ch: ChunkInfo, v_i: int, cv: int) -> tuple:
     comes from initial_state (Step 3 at c == 0) or goes to final_state (Step 7 at the last chunk),
     and under prefetch whether Step 1 takes the staged rows."""
     if name == "S3_LoadState":
-        return (ch.L, v_i, cv, ch.c == 0)
+        return (ch.L, v_i, cv, ch.c == 0, ch.prefetch is not None and ch.prefetch.v_i == v_i)
     if name == "S7_UpdateState":
         return (ch.L, v_i, cv, ch.is_last)
     if name == "S1_LoadVBeta" and ch.prefetch is not None:
-        return (ch.L, v_i, cv, ch.prefetch.v_i == v_i)
+        return (ch.L, v_i, cv, ch.prefetch.v_i == v_i, ch.c == 0)  # at c == 0 LoadStateTile frees the buffer
     return (ch.L, v_i, cv)
 
 
@@ -203,29 +203,32 @@ def process_item(core: CoreState, b: int, h: int, seq0: int, seq1: int,
         label = -1 if vt is None else vt
         nxt = (b, h, t_start + CHUNK_SIZE, seq1, vt) if c + 1 < num_c else next_item
         ch = ChunkInfo(b, h, qk_head, t_start, L, c, c + 1 == num_c, label,
-                       _chunk_prefetch(core, (b, h, t_start, seq1, vt), nxt))
+                       _chunk_prefetch(core, (b, h, t_start, seq1, vt), nxt, c))
         yield from _chunk_phases(core, ch)
         for k, tile in enumerate(tiles):
             yield from _one_vtile(core, ch, tile, _state_overlap(core, ch, tiles, k))
 
 
-def _first_load(core: CoreState, item: tuple) -> InLoad:
-    """The staged load of the chunk of ``item`` = (b, h, t_start, seq1, vt) starting at t_start."""
-    _b, h, t_start, seq1, vt = item
+def _first_load(core: CoreState, item: tuple, first_chunk: bool) -> InLoad:
+    """The staged load of the chunk of ``item`` = (b, h, t_start, seq1, vt) starting at t_start (with
+    the first tile's initial state when it is the item's ``first_chunk``)."""
+    b, h, t_start, seq1, vt = item
     v_i = (0 if vt is None else vt) * core.v_step
     return InLoad(t_start, min(CHUNK_SIZE, seq1 - t_start), h, h // core.shape.nv_per_nk, v_i,
-                  min(core.v_step, core.shape.dv - v_i))
+                  min(core.v_step, core.shape.dv - v_i), b, first_chunk)
 
 
-def _chunk_prefetch(core: CoreState, this: tuple, nxt: tuple | None) -> ChunkPrefetch | None:
-    """The prefetch part of a chunk: the core's n-th chunk uses inQueue_ buffer n % 2, stages itself
-    only if it is the core's first, and stages ``nxt`` (None at the core's last chunk)."""
+def _chunk_prefetch(core: CoreState, this: tuple, nxt: tuple | None, c: int) -> ChunkPrefetch | None:
+    """The prefetch part of chunk ``c`` of an item: the core's n-th chunk uses inQueue_ buffer n % 2,
+    stages itself only if it is the core's first, and stages ``nxt`` (None at the core's last
+    chunk; ``nxt`` is the next item's first chunk when ``c`` is this item's last)."""
     if not (core.emit and core.tiling.prefetch):
         return None
     n = core.overlap_counts["chunks"]
     core.overlap_counts["chunks"] = n + 1
-    now = _first_load(core, this)
-    return ChunkPrefetch(n % 2, now if n == 0 else None, None if nxt is None else _first_load(core, nxt), now.v_i)
+    now = _first_load(core, this, c == 0)
+    later = None if nxt is None else _first_load(core, nxt, nxt[2] != this[2] + CHUNK_SIZE or nxt[:2] != this[:2])
+    return ChunkPrefetch(n % 2, now if n == 0 else None, later, now.v_i)
 
 
 def _state_overlap(core: CoreState, ch: ChunkInfo, tiles, k: int) -> StateOverlap | None:

@@ -87,9 +87,10 @@ def compute_out_queue_bytes(v_step: int, dk: int, chunk_size: int = CHUNK_SIZE) 
 
 def compute_in_queue_bytes(v_step: int, dk: int, chunk_size: int = CHUNK_SIZE) -> int:
     """One ``inQueue_`` buffer of the prefetch variant: the fp16 K and Q rows of a chunk
-    (``cs * alignK`` each) and the fp16 V rows of its first tile (``cs * av``)."""
-    av = ceil_align(v_step, FP32_NUM_PER_BLOCK)
-    return (2 * chunk_size * ceil_align(dk, FP16_NUM_PER_BLOCK) + chunk_size * av) * FP16_BYTES
+    (``cs * alignK`` each), the fp16 V rows of its first tile (``cs * av``) and, for a head's first
+    chunk, that tile's initial state as it lies in GM (``av`` rows of ``alignK``)."""
+    av, a_k = ceil_align(v_step, FP32_NUM_PER_BLOCK), ceil_align(dk, FP16_NUM_PER_BLOCK)
+    return (2 * chunk_size * a_k + chunk_size * av + av * a_k) * FP16_BYTES
 
 
 def compute_state_next_bytes(v_step: int, dk: int) -> int:

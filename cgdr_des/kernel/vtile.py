@@ -108,6 +108,9 @@ def load_state_tile(core, ch, v_i: int, cv: int, out: list) -> None:
     if ch.c > 0 and core.tiling.state_double_buffer:  # the previous UpdateAndWriteState prefetched it
         overlap.state_take_records(core, out)
         return
+    if ch.c == 0 and ch.prefetch is not None and ch.prefetch.v_i == v_i:  # staged with the chunk's loads
+        overlap.state_from_staging_records(core, cv, out)
+        return
     s0 = core.ub("stateInFp32")
     out += [vec("Duplicate", sK * V, s0), PB_V]
     gm = core.launch.gm
