@@ -3,7 +3,7 @@
 The critical core's timeline [0, finish) is cut at every start and end of its ops rows, and each
 piece goes to exactly one part, so the parts add up to the makespan exactly:
 
-- ``launch``: before the scalar unit's first op (kernel launch);
+- ``launch``: before the core's first ops row (the kernel launch and the first hand-over);
 - ``S``: the scalar unit executes: any S row that is not a wait, and the gaps between S rows (the
   scalar cost of handing records to the pipes, and full-queue stalls, which leave no row) while no
   DMA is in flight;
@@ -125,9 +125,11 @@ def attribute(ops: pd.DataFrame, cores: pd.DataFrame) -> Attribution:
         return _coverage(points, start[sel], stop[sel])
 
     s_rows = pipe == "S"
-    s_first, s_last = int(start[s_rows].min()), int(stop[s_rows].max())
+    if not s_rows.any():
+        raise AttributionUnavailable(f"core {core} has no scalar-unit rows")
+    s_last = int(stop[s_rows].max())
     left = points[:-1]
-    launch = left < s_first
+    launch = left < int(start.min())
     s_wait = covered(s_rows & wait)
     s_busy = covered(s_rows & ~wait) & ~launch
     waiting = ~launch & ~s_busy & (s_wait | (left >= s_last))
@@ -152,3 +154,10 @@ def attribute(ops: pd.DataFrame, cores: pd.DataFrame) -> Attribution:
 def attribute_result(result) -> Attribution:
     """:func:`attribute` of a :class:`cgdr_des.results.result.Result`."""
     return attribute(result.ops, result.cores)
+
+
+def attribute_run(run) -> Attribution:
+    """:func:`attribute` of a machine's :class:`cgdr_des.hw.machine.MachineRun` (ops tuples, core dicts)."""
+    from cgdr_des.hw.machine import OP_COLUMNS
+
+    return attribute(pd.DataFrame(run.ops, columns=list(OP_COLUMNS)), pd.DataFrame(run.cores))
