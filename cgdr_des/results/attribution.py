@@ -110,6 +110,8 @@ def attribute(ops: pd.DataFrame, cores: pd.DataFrame) -> Attribution:
     core = int(cores["core"].to_numpy()[int(np.argmax(finish))])
     end = int(finish.max())
     mine = ops[ops["core"].to_numpy() == core]
+    if not len(mine):
+        raise AttributionUnavailable(f"core {core} finishes last but has no ops rows")
     pipe = mine["pipe"].astype(str).to_numpy()
     op = mine["op"]
     start = np.clip(mine["start"].to_numpy(np.int64), 0, end)
