@@ -60,7 +60,7 @@ def qk_dma_fast(core, L: int) -> bool:
     rows are staged in inQueue_, sized for them, so the staging-fits-chunkVFp32 condition drops."""
     sh = core.shape
     gap_bytes = (sh.nk * sh.dk - sh.dk) * 2
-    staging_fits = core.tiling.prefetch or L * sh.dk <= 2 * CS * core.v_aligned
+    staging_fits = L * sh.dk <= 2 * CS * core.v_aligned or getattr(getattr(core, "tiling", None), "prefetch", False)
     return (L <= UINT16_MAX and staging_fits and sh.align_k == sh.dk
             and sh.dk * 2 % 32 == 0 and gap_bytes % 32 == 0 and gap_bytes // 32 <= UINT16_MAX)
 
