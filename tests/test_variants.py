@@ -19,7 +19,6 @@ from cgdr_des.kernel.functional import make_launch, run_functional
 from cgdr_des.kernel.launch import Shape
 from cgdr_des.kernel.tiling import compute_tiling, static_diagnostics
 from cgdr_des.kernel.variants import VARIANTS, variant_fields
-from cgdr_des.results.attribution import attribute_result
 from cgdr_des.scenario import Kernel, Scenario
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
@@ -182,3 +181,4 @@ def test_an_unknown_variant_is_one_line_exit_2(tmp_path):
     assert res.exit_code == 2 and res.stderr.strip().startswith("error: --variant: got ")
     assert len(res.stderr.strip().splitlines()) == 1
     assert set(VARIANTS) >= {"baseline", "prefetch", "prefetch_same", "state_db_same", "buffer_num2_same"}
+

@@ -76,8 +76,12 @@ def _settings(base, buffer_nums: tuple[int, ...], variants: tuple[str, ...]) -> 
         try:
             sc = base.with_changes({"kernel": fields})
         except KernelDiagnostic as exc:  # the variant's buffers overflow UB at the kept tiling
-            tiling = _tiling_of(base, fields)
-            settings.append((name, fields, None, tiling, str(exc).splitlines()[0]))
+            settings.append((name, fields, None, _tiling_of(base, fields), str(exc).splitlines()[0]))
+            continue
+        except InputError as exc:  # no vStep leaves the host room for the variant's buffers
+            if not exc.field.startswith("tiling."):
+                raise
+            settings.append((name, fields, None, None, f"the host finds no vStep: {exc.allowed}"))
             continue
         settings.append((name, fields, sc, validate_tiling(sc), "ok"))
     return settings
