@@ -70,8 +70,8 @@ def _pct(part: float, whole: float) -> str:
 def _why(ref: pd.Series, row: pd.Series) -> str:
     """Why ``row``'s makespan differs from ``ref``'s, in a few words."""
     if row["v_step"] != ref["v_step"]:
-        return (f"a tiling change: the host shrank vStep {ref['v_step']} -> {row['v_step']} "
-                f"({ref['v_tiles']} -> {row['v_tiles']} V-tiles) to make room for the variant's buffers")
+        return (f"a tiling change: the host shrank vStep {int(ref['v_step'])} -> {int(row['v_step'])} "
+                f"({int(ref['v_tiles'])} -> {int(row['v_tiles'])} V-tiles) to make room for the variant's buffers")
     delta = ref["makespan_cycles"] - row["makespan_cycles"]
     if pd.isna(ref.get("overlap_bound")) or pd.isna(row.get("overlap_bound")):
         return f"makespan {int(ref['makespan_cycles']):,} -> {int(row['makespan_cycles']):,} cycles"
