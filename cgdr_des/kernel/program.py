@@ -201,9 +201,10 @@ def process_item(core: CoreState, b: int, h: int, seq0: int, seq1: int,
         t_start = seq0 + c * CHUNK_SIZE
         L = min(CHUNK_SIZE, seq1 - t_start)
         label = -1 if vt is None else vt
-        nxt = (b, h, t_start + CHUNK_SIZE, seq1, vt) if c + 1 < num_c else next_item
+        # the chunk the prefetch stages next, and whether it is its item's first (its state is staged too)
+        nxt = ((b, h, t_start + CHUNK_SIZE, seq1, vt), False) if c + 1 < num_c else (next_item, True)
         ch = ChunkInfo(b, h, qk_head, t_start, L, c, c + 1 == num_c, label,
-                       _chunk_prefetch(core, (b, h, t_start, seq1, vt), nxt, c))
+                       _chunk_prefetch(core, (b, h, t_start, seq1, vt), c == 0, *nxt))
         yield from _chunk_phases(core, ch)
         for k, tile in enumerate(tiles):
             yield from _one_vtile(core, ch, tile, _state_overlap(core, ch, tiles, k))
@@ -218,16 +219,17 @@ def _first_load(core: CoreState, item: tuple, first_chunk: bool) -> InLoad:
                   min(core.v_step, core.shape.dv - v_i), b, first_chunk)
 
 
-def _chunk_prefetch(core: CoreState, this: tuple, nxt: tuple | None, c: int) -> ChunkPrefetch | None:
-    """The prefetch part of chunk ``c`` of an item: the core's n-th chunk uses inQueue_ buffer n % 2,
-    stages itself only if it is the core's first, and stages ``nxt`` (None at the core's last
-    chunk; ``nxt`` is the next item's first chunk when ``c`` is this item's last)."""
+def _chunk_prefetch(core: CoreState, this: tuple, first: bool, nxt: tuple | None,
+                    nxt_first: bool) -> ChunkPrefetch | None:
+    """The prefetch part of chunk ``this`` (its item's ``first`` chunk or not): the core's n-th chunk
+    uses inQueue_ buffer n % 2, stages itself only if it is the core's first, and stages ``nxt``
+    (None at the core's last chunk), with its state tile when ``nxt_first``."""
     if not (core.emit and core.tiling.prefetch):
         return None
     n = core.overlap_counts["chunks"]
     core.overlap_counts["chunks"] = n + 1
-    now = _first_load(core, this, c == 0)
-    later = None if nxt is None else _first_load(core, nxt, nxt[2] != this[2] + CHUNK_SIZE or nxt[:2] != this[:2])
+    now = _first_load(core, this, first)
+    later = None if nxt is None else _first_load(core, nxt, nxt_first)
     return ChunkPrefetch(n % 2, now if n == 0 else None, later, now.v_i)
 
 
