@@ -152,10 +152,23 @@ PolicyName = Literal["greedy", "round_robin", "float_share", "longest_first", "c
 
 
 class Kernel(_Section):
-    """``[kernel]``: the kernel variant (data, not a fork of the program)."""
+    """``[kernel]``: the kernel variant (data, not a fork of the program).
+
+    ``keep_tiling``, ``prefetch``, ``state_double_buffer``: the double-buffering variants
+    (docs/double-buffering.md §1); ``keep_tiling`` keeps the baseline's vStep instead of letting the
+    host shrink it to make room for what the variant adds.
+    """
 
     buffer_num: Literal[1, 2] = 1
     policy: PolicyName = "greedy"
+    keep_tiling: bool = False
+    prefetch: bool = False
+    state_double_buffer: bool = False
+
+    def tiling_options(self) -> dict[str, Any]:
+        """The keyword arguments of ``compute_tiling`` / ``make_launch`` this section sets."""
+        return {"buffer_num": self.buffer_num, "keep_tiling": self.keep_tiling, "prefetch": self.prefetch,
+                "state_double_buffer": self.state_double_buffer}
 
 
 class Sim(_Section):
@@ -345,7 +358,7 @@ def validate_tiling(sc: Scenario):
         tiling = compute_tiling(t=int(lengths.sum()), hqk=s.nk, dk=s.dk, hv=s.nv, dv=s.dv,
                                 batch=int(lengths.size), ub_size=profile_ub_bytes(profile),
                                 aiv_num=profile_core_count(profile), has_gamma=s.has_gamma,
-                                buffer_num=sc.kernel.buffer_num)
+                                **sc.kernel.tiling_options())
         static_diagnostics(tiling)
     _check_cores(sc, tiling.block_dim)
     return tiling

@@ -83,7 +83,7 @@ def simulate(scenario, *, progress=None):
     s = sc.shape
     shape = Shape(int(lengths.size), int(lengths.sum()), s.nk, s.nv, s.dk, s.dv, scale, s.has_gamma)
     launch = make_launch(shape, lengths, g, tensors, numerics=sc.sim.numerics, ub_size=prof.ub_usable_bytes,
-                         aiv_num=prof.aiv_num, buffer_num=sc.kernel.buffer_num)
+                         aiv_num=prof.aiv_num, **sc.kernel.tiling_options())
     meta = {"scenario_name": sc.name, "scenario_hash": sc.scenario_hash(), "hardware": prof.name}
     return run_launch(launch, prof, policy=sc.kernel.policy, fidelity=sc.sim.fidelity, meta=meta,
                       progress=progress, scenario=sc)

@@ -1,4 +1,11 @@
-"""``cgdr-des compare``: one scenario under several kernel settings, side by side."""
+"""``cgdr-des compare``: one scenario under several kernel settings, side by side, and why.
+
+Settings come from ``--buffer-num N`` (only ``[kernel] buffer_num`` changed, as before) and
+``--variant NAME`` (a named variant of cgdr_des/kernel/variants.py, or ``field=value,...``); with
+neither, ``--buffer-num 1 2``. The first setting that runs is the speed-up reference; ``--variant``
+alone puts ``baseline`` first. A setting whose buffers do not fit UB at the kept tiling is not run:
+its row says by how many bytes it overflows (docs/double-buffering.md).
+"""
 
 from __future__ import annotations
 
@@ -9,58 +16,117 @@ import click
 from cgdr_des.cli import common
 from cgdr_des.cli.app import main
 from cgdr_des.cli.options import load_with_overrides, override_options
-from cgdr_des.errors import InputError
+from cgdr_des.errors import InputError, KernelDiagnostic
 
 
 @main.command()
 @click.argument("scenario")
 @click.argument("more_buffer_nums", nargs=-1, type=int, metavar="")
 @click.option("--buffer-num", "buffer_nums", multiple=True, type=int,
-              help="buffer_num values to compare: --buffer-num 1 2 (default 1 2).")
+              help="buffer_num values to compare: --buffer-num 1 2 (default 1 2 without --variant).")
+@click.option("--variant", "variants", multiple=True, metavar="NAME",
+              help="A kernel variant: baseline, buffer_num2, buffer_num2_same, prefetch, prefetch_same, "
+                   "state_db, state_db_same, all_same, or field=value[,field=value] over buffer_num, "
+                   "keep_tiling, prefetch, state_double_buffer (repeatable).")
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path))
-@click.option("--csv", is_flag=True, help="Also write the frames as CSV.")
+@click.option("--csv", is_flag=True, help="Also write each run's frames as CSV.")
 @common.force_option
 @common.max_memory_option
 @override_options
-def compare(scenario: str, more_buffer_nums: tuple[int, ...], buffer_nums: tuple[int, ...], out: Path,
-            csv: bool, force: bool, max_memory: str | None, sets: tuple[str, ...], seed: int | None) -> None:
-    """Run SCENARIO once per buffer_num and plot single vs double buffering.
+def compare(scenario: str, more_buffer_nums: tuple[int, ...], buffer_nums: tuple[int, ...],
+            variants: tuple[str, ...], out: Path, csv: bool, force: bool, max_memory: str | None,
+            sets: tuple[str, ...], seed: int | None) -> None:
+    """Run SCENARIO once per setting; table, critical-path bars and one chunk's Gantt per setting.
 
-    Values after --buffer-num are collected greedily (``--buffer-num 1 2``); each run goes to
-    OUT/buffer_num_<n>/, the comparison to OUT/buffer_compare.png and OUT/compare.csv.
+    Each run goes to OUT/<setting>/ (OUT/buffer_num_<n>/ for --buffer-num); the table to
+    OUT/compare.csv and OUT/compare.parquet, the plots to OUT/critical_path.png, OUT/chunk_gantt.png
+    and, with --buffer-num, OUT/buffer_compare.png.
     """
-    from cgdr_des.results.plots import plot_buffer_compare
+    base = load_with_overrides(scenario, sets, seed)
+    settings = _settings(base, (*buffer_nums, *more_buffer_nums), variants)
+    results, rows = {}, []
+    target = common.output_dir(out, force)
+    with target as staging:  # the whole comparison is one owned output
+        for name, fields, sc, tiling, status in settings:
+            if sc is not None:
+                common.check_estimate(sc, max_memory)
+                results[name], _ = common.run_one(sc, common.prepare_out(staging / name), csv, target)
+            rows.append((name, fields, tiling, results.get(name), status))
+        with target.writing():
+            table = _write(results, rows, staging, any(n.startswith("buffer_num_") for n in results))
+    _report(table, out, list(results))
 
-    values = list(dict.fromkeys((*buffer_nums, *more_buffer_nums))) or [1, 2]
+
+def _settings(base, buffer_nums: tuple[int, ...], variants: tuple[str, ...]) -> list[tuple]:
+    """(name, kernel fields, scenario or None, tiling or None, status) per setting, in order."""
+    from cgdr_des.kernel.variants import directory_name, variant_fields
+    from cgdr_des.scenario import validate_tiling
+
+    values = list(dict.fromkeys(buffer_nums)) or ([] if variants else [1, 2])
     for v in values:
         if v not in (1, 2):
             raise InputError("--buffer-num", v, "1 or 2")
-    base = load_with_overrides(scenario, sets, seed)
-    points = [base.with_changes({"kernel": {"buffer_num": bn}}) for bn in values]
-    for sc in points:
-        common.check_estimate(sc, max_memory)
-    results = {}
-    target = common.output_dir(out, force)
-    with target as staging:  # the whole comparison is one owned output
-        for bn, sc in zip(values, points, strict=True):
-            results[bn], _ = common.run_one(sc, common.prepare_out(staging / f"buffer_num_{bn}"), csv, target)
-        with target.writing():
-            plot_buffer_compare(results, staging / "buffer_compare.png")
-            table = _compare_table(results)
-            table.to_csv(staging / "compare.csv", index=False)
-    click.echo(table.to_string(index=False))
-    click.echo(f"outputs    {out}: buffer_compare.png, compare.csv, "
-               + ", ".join(f"buffer_num_{bn}/" for bn in values))
+    wanted = [(f"buffer_num_{v}", {"buffer_num": v}) for v in values]
+    names = list(dict.fromkeys(variants))
+    if names and not values and "baseline" not in names:
+        names.insert(0, "baseline")
+    wanted += [(directory_name(n), variant_fields(n)) for n in names]
+    settings = []
+    for name, fields in wanted:
+        try:
+            sc = base.with_changes({"kernel": fields})
+        except KernelDiagnostic as exc:  # the variant's buffers overflow UB at the kept tiling
+            settings.append((name, fields, None, _tiling_of(base, fields), str(exc).splitlines()[0]))
+            continue
+        except InputError as exc:  # no vStep leaves the host room for the variant's buffers
+            if not exc.field.startswith("tiling."):
+                raise
+            settings.append((name, fields, None, None, f"the host finds no vStep: {exc.allowed}"))
+            continue
+        settings.append((name, fields, sc, validate_tiling(sc), "ok"))
+    return settings
 
 
-def _compare_table(results: dict):
-    import pandas as pd
+def _tiling_of(base, fields: dict):
+    """The host tiling of a setting that does not validate (its UB shortfall is the diagnostic)."""
+    from cgdr_des.hw import load_profile
+    from cgdr_des.kernel.tiling import compute_tiling
+    from cgdr_des.scenario import profile_core_count, profile_ub_bytes
 
-    cols = ["makespan_cycles", "makespan_us", "imbalance", "finish_p99_cycles", "util_S", "util_V",
-            "util_MTE2", "util_MTE3"]
-    # vStep shows what the extra out-queue buffer cost: the host gives tmpBuff that much less UB
-    rows = [{"buffer_num": bn, "v_step": res.meta.get("v_step"), **res.summary.iloc[0][cols].to_dict()}
-            for bn, res in results.items()]
-    table = pd.DataFrame(rows)
-    table["speedup"] = table["makespan_cycles"].iloc[0] / table["makespan_cycles"]
+    prof = load_profile(base.profile_ref(), dict(base.hardware.overrides) or None)
+    lengths, s = base.lengths(), base.shape
+    return compute_tiling(t=int(lengths.sum()), hqk=s.nk, dk=s.dk, hv=s.nv, dv=s.dv, batch=int(lengths.size),
+                          ub_size=profile_ub_bytes(prof), aiv_num=profile_core_count(prof),
+                          has_gamma=s.has_gamma, **fields)
+
+
+def _write(results: dict, rows: list[tuple], staging: Path, buffer_plot: bool):
+    from cgdr_des.results.compare_plots import plot_chunk_gantt, plot_critical_path
+    from cgdr_des.results.comparison import comparison_table, setting_row
+
+    table = comparison_table([setting_row(name, fields, tiling, res, status)
+                              for name, fields, tiling, res, status in rows])
+    table.to_csv(staging / "compare.csv", index=False)
+    table.to_parquet(staging / "compare.parquet", index=False)
+    plot_critical_path(table, staging / "critical_path.png")
+    if results:
+        plot_chunk_gantt(results, staging / "chunk_gantt.png")
+    if buffer_plot:
+        from cgdr_des.results.plots import plot_buffer_compare
+
+        plot_buffer_compare({int(n.rsplit("_", 1)[1]): r for n, r in results.items()
+                             if n.startswith("buffer_num_")}, staging / "buffer_compare.png")
     return table
+
+
+def _report(table, out: Path, ran: list[str]) -> None:
+    cols = [c for c in ("setting", "status", "makespan_cycles", "speedup", "v_step", "v_tiles", "ub_used_bytes",
+                        "cp_S", "cp_V", "cp_MTE2", "cp_MTE3", "cp_flags", "exposed_dma", "overlap_bound")
+            if c in table]
+    shown = table[cols].copy()
+    shown["status"] = shown["status"].where(shown["status"] == "ok", "not run")
+    click.echo(shown.to_string(index=False))
+    for sentence in table["cause"]:
+        click.echo(f"why        {sentence}")
+    click.echo(f"outputs    {out}: compare.csv, compare.parquet, critical_path.png, chunk_gantt.png, "
+               + ", ".join(f"{n}/" for n in ran))

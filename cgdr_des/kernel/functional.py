@@ -42,10 +42,11 @@ def build_launch(query, key, value, beta, initial_state, actual_seq_lengths, g=N
 
 
 def make_launch(shape: Shape, lengths, g, tensors: dict | None, *, numerics="kernel", ub_size=262144,
-                aiv_num=8, buffer_num=1, host_queue_buffers=None) -> Launch:
+                aiv_num=8, buffer_num=1, host_queue_buffers=None, **variant) -> Launch:
     """Tiling, GM map and the shared launch state. ``tensors`` may be None only when numerics is
     ``off`` (a timing-only run needs the lengths, and g for the cost of ScalarExp, nothing else).
-    ``host_queue_buffers``: see compute_tiling (1 with buffer_num 2 is the UB-overflowing variant)."""
+    ``host_queue_buffers``: see compute_tiling (1 with buffer_num 2 is the UB-overflowing variant);
+    ``variant``: ``keep_tiling``, ``prefetch``, ``state_double_buffer`` (compute_tiling)."""
     if numerics not in NUMERICS:
         raise InputError("numerics", numerics, f"allowed: {', '.join(NUMERICS)}")
     if tensors is None and numerics != "off":
@@ -53,7 +54,7 @@ def make_launch(shape: Shape, lengths, g, tensors: dict | None, *, numerics="ker
     sh = shape
     tiling = compute_tiling(t=sh.t, hqk=sh.nk, dk=sh.dk, hv=sh.nv, dv=sh.dv, batch=sh.batch, ub_size=ub_size,
                             aiv_num=aiv_num, has_gamma=sh.has_gamma, buffer_num=buffer_num,
-                            host_queue_buffers=host_queue_buffers)
+                            host_queue_buffers=host_queue_buffers, **variant)
     gm = build_gm_map(t=sh.t, nk=sh.nk, nv=sh.nv, dk=sh.dk, dv=sh.dv, batch=sh.batch,
                       workspace_bytes=tiling.workspace_bytes)
     tensors = tensors or dict.fromkeys(("query", "key", "value", "beta", "initial_state"))

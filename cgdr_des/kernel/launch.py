@@ -134,6 +134,9 @@ class CoreState:
         self.v_step = t.v_step
         self.v_aligned = t.v_step_aligned  # vStepAligned_ (= avFp32)
         self.split = should_split(launch)
+        #: the double-buffering variants' running counts on this core: chunks staged through
+        #: inQueue_ (its buffer alternates) and state write-backs (each waits for the previous)
+        self.overlap_counts = {"chunks": 0, "writebacks": 0}
         self.layout = init_local_buffers(t, overlap=device_overlap(t, launch.block_dim))
         self.tmp_base = self.layout.tmp_buff_offset
         self.out_queue_offset = self.layout.out_queue[0].offset

@@ -22,6 +22,11 @@ Order of allocation (``chunk_gated_delta_rule.h`` InitLocalBuffers):
    expGCumFp32           cs
    ====================  ===============================  ===========================================
 
+The double-buffering variants (docs/double-buffering.md §1) add, with ``prefetch``, a third call
+``pipe.InitBuffer(inQueue_, 2, inQueueBytes)`` between the two (a ``TQue<VECIN, 2>`` staging the
+next chunk's fp16 K, Q and V), and, with ``state_double_buffer``, a last tmpBuff block
+``stateNextFp32`` [sK, V] (the second state tile).
+
 All offsets here are absolute UB byte offsets (queue bytes + offset within tmpBuff), ready for the
 ``UB_RANGE`` fields of :mod:`cgdr_des.isa`. The overlap flag is the device's own decision,
 ``vStep >= dv or ShouldSplitVTiles()``; it is a parameter because the device evaluates it with its
@@ -37,6 +42,7 @@ from cgdr_des.kernel.dispatch import should_split_v_tiles
 from cgdr_des.kernel.tiling import FP32_BYTES, Tiling
 
 OUT_QUEUE = "stateOutQueue_"
+IN_QUEUE = "inQueue_"
 TMP_BUFF = "tmpBuff"
 
 
@@ -79,6 +85,8 @@ class UbLayout:
     tmp_buff_bytes: int
     tmp_used_bytes: int
     ub_size: int
+    #: the prefetch variant's ``inQueue_`` buffers (empty without prefetch)
+    in_queue: tuple[UbBuffer, ...] = ()
 
     @property
     def used_bytes(self) -> int:
@@ -99,8 +107,10 @@ class UbLayout:
     def init_records(self) -> list[InitBuffer]:
         """The two ``InitBuffer`` records the kernel issues, in order."""
         first = self.out_queue[0]
-        return [InitBuffer(OUT_QUEUE, "VECOUT", len(self.out_queue), first.nbytes),
-                InitBuffer(TMP_BUFF, "VECCALC", 1, self.tmp_buff_bytes)]
+        records = [InitBuffer(OUT_QUEUE, "VECOUT", len(self.out_queue), first.nbytes)]
+        if self.in_queue:
+            records.append(InitBuffer(IN_QUEUE, "VECIN", len(self.in_queue), self.in_queue[0].nbytes))
+        return [*records, InitBuffer(TMP_BUFF, "VECCALC", 1, self.tmp_buff_bytes)]
 
 
 def device_overlap(tiling: Tiling, block_num: int | None = None) -> bool:
@@ -124,6 +134,8 @@ def _tmp_blocks(tiling: Tiling, overlap: bool) -> list[tuple[str, int, int]]:
         blocks += [("chunkScoresFp32", cs * cs, cs * cs), ("stateInFp32", s_k * v, s_k * v)]
     blocks += [("chunkAttnOutFp32", cs * v, cs * v), ("gCumsumFp32", cs, cs),
                ("deltaFp32", max(dot, v), max(dot, v)), ("dotProductFp32", dot, dot), ("expGCumFp32", cs, cs)]
+    if tiling.state_double_buffer:
+        blocks.append(("stateNextFp32", s_k * v, s_k * v))
     return [(name, elems, advance * FP32_BYTES) for name, elems, advance in blocks]
 
 
@@ -138,10 +150,14 @@ def init_local_buffers(tiling: Tiling, overlap: bool | None = None) -> UbLayout:
     queue = tuple(UbBuffer(f"{OUT_QUEUE}[{i}]", i * tiling.out_queue_bytes, tiling.out_queue_bytes,
                            tiling.out_queue_bytes // 2, "fp16") for i in range(tiling.buffer_num))
     base = tiling.buffer_num * tiling.out_queue_bytes
+    in_queue = tuple(UbBuffer(f"{IN_QUEUE}[{i}]", base + i * tiling.in_queue_bytes, tiling.in_queue_bytes,
+                              tiling.in_queue_bytes // 2, "fp16") for i in range(tiling.in_queue_buffers))
+    base += tiling.in_queue_buffers * tiling.in_queue_bytes
     off = 0
     buffers: dict[str, UbBuffer] = {}
     for name, elems, advance in _tmp_blocks(tiling, overlap):
         buffers[name] = UbBuffer(name, base + off, elems * FP32_BYTES, elems, "fp32")
         off += advance
     return UbLayout(out_queue=queue, buffers=buffers, overlap=overlap, tmp_buff_offset=base,
-                    tmp_buff_bytes=tiling.ub_rest_bytes, tmp_used_bytes=off, ub_size=tiling.ub_size)
+                    tmp_buff_bytes=tiling.ub_rest_bytes, tmp_used_bytes=off, ub_size=tiling.ub_size,
+                    in_queue=in_queue)

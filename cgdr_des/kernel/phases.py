@@ -16,6 +16,7 @@ import numpy as np
 from cgdr_des.errors import KernelDiagnostic
 from cgdr_des.isa import DataCopyParams
 from cgdr_des.kernel import chunk_math as cm
+from cgdr_des.kernel import overlap
 from cgdr_des.kernel.emit import (
     ALU,
     PB_V,
@@ -55,10 +56,12 @@ def rows(core, ch, tensor: str, cols=slice(None)) -> np.ndarray:
 
 
 def qk_dma_fast(core, L: int) -> bool:
-    """Phase 1's fast-path conditions (also the first half of CanCacheAttnQuery)."""
+    """Phase 1's fast-path conditions (also the first half of CanCacheAttnQuery). Under prefetch the
+    rows are staged in inQueue_, sized for them, so the staging-fits-chunkVFp32 condition drops."""
     sh = core.shape
     gap_bytes = (sh.nk * sh.dk - sh.dk) * 2
-    return (L <= UINT16_MAX and L * sh.dk <= 2 * CS * core.v_aligned and sh.align_k == sh.dk
+    staging_fits = L * sh.dk <= 2 * CS * core.v_aligned or getattr(getattr(core, "tiling", None), "prefetch", False)
+    return (L <= UINT16_MAX and staging_fits and sh.align_k == sh.dk
             and sh.dk * 2 % 32 == 0 and gap_bytes % 32 == 0 and gap_bytes // 32 <= UINT16_MAX)
 
 
@@ -79,6 +82,9 @@ def load_chunk_key(core, ch, out: list) -> None:
     if core.numerics != "off":
         _v2(core, "chunkKFp32", sh.align_k)[:, :L, :sh.dk] = rows(core, ch, "key")
     if out is None:
+        return
+    if ch.prefetch is not None:
+        overlap.chunk_key_records(core, ch, out)
         return
     if qk_dma_fast(core, L):
         _qk_dma(core, ch, "key", out)
@@ -163,6 +169,9 @@ def prepare_attn_query_cache(core, ch, out: list) -> None:
         q = rows(core, ch, "query")
         core.views["chunkAttnOutFp32"][:, :L * sh.dk] = (q * core.launch.ft(sh.scale)).reshape(q.shape[0], -1)
     if out is None:
+        return
+    if ch.prefetch is not None:
+        overlap.query_cache_records(core, ch, out)
         return
     _qk_dma(core, ch, "query", out)
     a0 = core.ub("chunkAttnOutFp32")

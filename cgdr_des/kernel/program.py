@@ -23,6 +23,7 @@ from cgdr_des.kernel import phases, vtile
 from cgdr_des.kernel.dispatch import BlockScan, compute_avgload
 from cgdr_des.kernel.emit import ALU, gm_load, scalar
 from cgdr_des.kernel.launch import CHUNK_SIZE, CoreState, Launch, ceil_div
+from cgdr_des.kernel.overlap import ChunkPrefetch, InLoad, StateOverlap
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,8 @@ class ChunkInfo:
     c: int
     is_last: bool
     vt: int  # V-tile label (-1 while phases 1-5 run in ProcessChunk, where no tile is chosen yet)
+    #: the prefetch variant's loads around this chunk (None: the source's synchronous loads)
+    prefetch: ChunkPrefetch | None = None
 
 
 class PhaseInfo(NamedTuple):
@@ -55,7 +58,7 @@ def _chunk(fn: Callable) -> Callable:
 
 
 def _tiled(fn: Callable) -> Callable:
-    return lambda core, ch, tile, out: fn(core, ch, *tile, out)
+    return lambda core, ch, tile, out: fn(core, ch, tile[0], tile[1], out, *tile[2:])
 
 
 #: Phases 1-5 (ProcessChunk), in program order; P3.5 only when CanCacheAttnQuery holds.
@@ -151,43 +154,103 @@ def _chunk_phases(core: CoreState, ch: ChunkInfo) -> Iterator[list | Phase]:
         if info.label == "P3.5_QCache" and not phases.can_cache_attn_query(core, ch.L):
             continue
         yield [Tag(info.label, ch.b, ch.head, ch.vt, ch.c)]
-        yield Phase((info.label, ch.L), partial(info.run, core, ch, None), core.numerics != "off")
+        key = (info.label, ch.L)
+        if ch.prefetch is not None and info.label in ("P1_LoadChunkKey", "P3.5_QCache"):
+            key += ch.prefetch.signature()
+        yield Phase(key, partial(info.run, core, ch, None), core.numerics != "off")
 
 
-def _one_vtile(core: CoreState, ch: ChunkInfo, vt: int) -> Iterator[list | Phase]:
-    """ProcessOneVTile: steps 1-7 for the tile starting at column vt * vStep."""
+def _one_vtile(core: CoreState, ch: ChunkInfo, vt: int, state: StateOverlap | None = None) -> Iterator[list | Phase]:
+    """ProcessOneVTile: steps 1-7 for the tile starting at column vt * vStep (``state``: the state
+    double buffer's part of this tile, None without it)."""
     v_i = vt * core.v_step
     cv = min(core.v_step, core.shape.dv - v_i)
     for info in VTILE_STEPS:
         yield [Tag(info.label, ch.b, ch.head, vt, ch.c)]
         key = (info.label, *_step_signature(info.label, ch, v_i, cv))
-        yield Phase(key, partial(info.run, core, ch, (v_i, cv)), core.numerics != "off")
+        tile = (v_i, cv)
+        if info.label == "S7_UpdateState" and state is not None:
+            key, tile = key + (state,), tile + (state,)
+        yield Phase(key, partial(info.run, core, ch, tile), core.numerics != "off")
 
 
 def _step_signature(name: str, ch: ChunkInfo, v_i: int, cv: int) -> tuple:
     """What a V-tile step's records depend on: the chunk length and the tile, plus whether the state
-    comes from initial_state (Step 3 at c == 0) or goes to final_state (Step 7 at the last chunk)."""
+    comes from initial_state (Step 3 at c == 0) or goes to final_state (Step 7 at the last chunk),
+    and under prefetch whether Step 1 takes the staged rows."""
     if name == "S3_LoadState":
-        return (ch.L, v_i, cv, ch.c == 0)
+        return (ch.L, v_i, cv, ch.c == 0, ch.prefetch is not None and ch.prefetch.v_i == v_i)
     if name == "S7_UpdateState":
         return (ch.L, v_i, cv, ch.is_last)
+    if name == "S1_LoadVBeta" and ch.prefetch is not None:
+        return (ch.L, v_i, cv, ch.prefetch.v_i == v_i, ch.c == 0)  # at c == 0 LoadStateTile frees the buffer
     return (ch.L, v_i, cv)
 
 
 def process_item(core: CoreState, b: int, h: int, seq0: int, seq1: int,
-                 vt: int | None) -> Iterator[list | Phase]:
-    """ProcessHead (vt is None: every V-tile of every chunk) or ProcessHeadVTile (one tile)."""
+                 vt: int | None, next_item: tuple | None = None) -> Iterator[list | Phase]:
+    """ProcessHead (vt is None: every V-tile of every chunk) or ProcessHeadVTile (one tile).
+
+    ``next_item``: the core's next item as (b, h, seq0, seq1, vt), which the prefetch variant
+    stages the first chunk of while this item's last chunk computes (None: this is the last)."""
     qk_head = h // core.shape.nv_per_nk
     num_c = ceil_div(seq1 - seq0, CHUNK_SIZE)
     n_tiles = ceil_div(core.shape.dv, core.v_step)
+    tiles = range(n_tiles) if vt is None else (vt,)
     for c in range(num_c):
         t_start = seq0 + c * CHUNK_SIZE
         L = min(CHUNK_SIZE, seq1 - t_start)
         label = -1 if vt is None else vt
-        ch = ChunkInfo(b, h, qk_head, t_start, L, c, c + 1 == num_c, label)
+        # the chunk the prefetch stages next, and whether it is its item's first (its state is staged too)
+        nxt = ((b, h, t_start + CHUNK_SIZE, seq1, vt), False) if c + 1 < num_c else (next_item, True)
+        ch = ChunkInfo(b, h, qk_head, t_start, L, c, c + 1 == num_c, label,
+                       _chunk_prefetch(core, (b, h, t_start, seq1, vt), c == 0, *nxt))
         yield from _chunk_phases(core, ch)
-        for tile in (range(n_tiles) if vt is None else (vt,)):
-            yield from _one_vtile(core, ch, tile)
+        for k, tile in enumerate(tiles):
+            yield from _one_vtile(core, ch, tile, _state_overlap(core, ch, tiles, k))
+
+
+def _first_load(core: CoreState, item: tuple, first_chunk: bool) -> InLoad:
+    """The staged load of the chunk of ``item`` = (b, h, t_start, seq1, vt) starting at t_start (with
+    the first tile's initial state when it is the item's ``first_chunk``)."""
+    b, h, t_start, seq1, vt = item
+    v_i = (0 if vt is None else vt) * core.v_step
+    return InLoad(t_start, min(CHUNK_SIZE, seq1 - t_start), h, h // core.shape.nv_per_nk, v_i,
+                  min(core.v_step, core.shape.dv - v_i), b, first_chunk)
+
+
+def _chunk_prefetch(core: CoreState, this: tuple, first: bool, nxt: tuple | None,
+                    nxt_first: bool) -> ChunkPrefetch | None:
+    """The prefetch part of chunk ``this`` (its item's ``first`` chunk or not): the core's n-th chunk
+    uses inQueue_ buffer n % 2, stages itself only if it is the core's first, and stages ``nxt``
+    (None at the core's last chunk), with its state tile when ``nxt_first``."""
+    if not (core.emit and core.tiling.prefetch):
+        return None
+    n = core.overlap_counts["chunks"]
+    core.overlap_counts["chunks"] = n + 1
+    now = _first_load(core, this, first)
+    later = None if nxt is None else _first_load(core, nxt, nxt_first)
+    return ChunkPrefetch(n % 2, now if n == 0 else None, later, now.v_i)
+
+
+def _state_overlap(core: CoreState, ch: ChunkInfo, tiles, k: int) -> StateOverlap | None:
+    """The state double buffer's part of tile ``tiles[k]``: the next LoadStateTile on this core is the
+    next tile of this chunk or the first tile of the next chunk; it is prefetched when it reads the
+    workspace (its chunk > 0). Every write-back but the core's first waits for the previous one."""
+    if not (core.emit and core.tiling.state_double_buffer):
+        return None
+    if k + 1 < len(tiles):
+        nxt_chunk, nxt_tile = ch.c, tiles[k + 1]
+    else:
+        nxt_chunk, nxt_tile = (None, None) if ch.is_last else (ch.c + 1, tiles[0])
+    next_tile = None
+    if nxt_chunk:  # None (no next step in this item) or 0 (initial_state, by scalar reads): nothing to read
+        v_i = nxt_tile * core.v_step
+        next_tile = (v_i, min(core.v_step, core.shape.dv - v_i))
+    n = core.overlap_counts["writebacks"]
+    if not ch.is_last:
+        core.overlap_counts["writebacks"] = n + 1
+    return StateOverlap(n > 0, next_tile)
 
 
 def core_program(launch: Launch, block_idx: int, *, emit: bool = True, numbers: bool = True,
@@ -221,6 +284,7 @@ def program_items(core: CoreState, assigned, on_item) -> Iterator[list | Phase]:
     if emit:  # ComputeAvgload: every core reads every length
         yield [*(gm_load(gm.addr("actual_seq_lengths", b), 4) for b in range(sh.batch)),
                scalar("alu", sh.batch + 4)]
+    ahead = _lookahead(core, assigned, lengths, n_tiles, per_head) if core.tiling.prefetch else None
     seq0 = 0
     for b, seq_len in enumerate(lengths):
         if emit:
@@ -237,6 +301,23 @@ def program_items(core: CoreState, assigned, on_item) -> Iterator[list | Phase]:
                     if mine:
                         if on_item is not None:
                             on_item((b, h, -1 if vt is None else vt))
-                        yield from process_item(core, b, h, seq0, seq1, vt)
+                        nxt = ahead.get((b, h, vt)) if ahead else None
+                        yield from process_item(core, b, h, seq0, seq1, vt, nxt)
                         yield [Tag("Process")]
         seq0 = seq1
+
+
+def _lookahead(core: CoreState, assigned, lengths: list[int], n_tiles: int, per_head: int) -> dict:
+    """For the prefetch variant: each of the core's items -> its next item (b, h, seq0, seq1, vt), from
+    a replay of the same scan (the kernel would compute it the same way: the scan is deterministic)."""
+    launch = core.launch
+    scan = BlockScan(core.block_idx, compute_avgload(lengths, core.shape.nv, per_head, launch.block_dim))
+    mine, seq0 = [], 0
+    for b, seq_len in enumerate(lengths):
+        for h in range(core.shape.nv) if seq_len > 0 else ():
+            for vt in (range(n_tiles) if core.split else (None,)):
+                hit = scan.is_current_block(seq_len)
+                if (hit if assigned is None else (b, h, -1 if vt is None else vt) in assigned):
+                    mine.append((b, h, seq0, seq0 + seq_len, vt))
+        seq0 += seq_len
+    return {(b, h, vt): nxt for (b, h, _s0, _s1, vt), nxt in zip(mine, mine[1:], strict=False)}

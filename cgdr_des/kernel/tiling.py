@@ -20,6 +20,13 @@ accounting goes with the variant (``host_queue_buffers = buffer_num``: SolveVSte
 ``host_queue_buffers = 1`` with ``buffer_num = 2`` reproduces what flipping only the device constant
 would do (docs/kernel.md §7.4): the host still deducts one buffer, :attr:`Tiling.device_ub_bytes`
 exceeds UB, and the machine reports the UB over-allocation instead of simulating it.
+
+Double-buffering variants (docs/double-buffering.md §1): ``prefetch`` adds a ``TQue<VECIN, 2>``
+(``inQueue_``) whose buffers stage the fp16 K, Q and V of the next chunk; ``state_double_buffer``
+adds a second FP32 state tile (``stateNextFp32``, a tmpBuff block). By default the host deducts
+what a variant adds before SolveVStep, so vStep may drop; ``keep_tiling`` keeps the baseline's
+vStep (SolveVStep with one out-queue buffer and no variant) and, when the variant's buffers then
+exceed UB, :func:`static_diagnostics` reports by how many bytes instead of simulating it.
 """
 
 from __future__ import annotations
@@ -78,8 +85,28 @@ def compute_out_queue_bytes(v_step: int, dk: int, chunk_size: int = CHUNK_SIZE) 
     return max(s_k * av, chunk_size * av) * FP16_BYTES
 
 
+def compute_in_queue_bytes(v_step: int, dk: int, chunk_size: int = CHUNK_SIZE) -> int:
+    """One ``inQueue_`` buffer of the prefetch variant: the fp16 K and Q rows of a chunk
+    (``cs * alignK`` each), the fp16 V rows of its first tile (``cs * av``) and, for a head's first
+    chunk, that tile's initial state as it lies in GM (``av`` rows of ``alignK``)."""
+    av, a_k = ceil_align(v_step, FP32_NUM_PER_BLOCK), ceil_align(dk, FP16_NUM_PER_BLOCK)
+    return (2 * chunk_size * a_k + chunk_size * av + av * a_k) * FP16_BYTES
+
+
+def compute_state_next_bytes(v_step: int, dk: int) -> int:
+    """``stateNextFp32`` of the state double buffer: a second FP32 state tile [sK, av]."""
+    return ceil_align(dk, FP32_NUM_PER_BLOCK) * ceil_align(v_step, FP32_NUM_PER_BLOCK) * FP32_BYTES
+
+
+def variant_extra_bytes(v_step: int, dk: int, prefetch: bool, state_double_buffer: bool) -> int:
+    """UB the prefetch queue (two buffers) and the second state tile add to the baseline's."""
+    return ((2 * compute_in_queue_bytes(v_step, dk) if prefetch else 0)
+            + (compute_state_next_bytes(v_step, dk) if state_double_buffer else 0))
+
+
 def solve_v_step(dv: int, dk: int, ub_size: int, allow_overlap: bool,
-                 chunk_size: int = CHUNK_SIZE, queue_buffers: int = 1) -> int | None:
+                 chunk_size: int = CHUNK_SIZE, queue_buffers: int = 1, prefetch: bool = False,
+                 state_double_buffer: bool = False) -> int | None:
     """``SolveVStep``: the largest 16-multiple ``vs <= CeilAlign(dv, 16)`` that fits, or None.
 
     The source's trailing ``if (vStep > dv) vStep = CeilAlign(dv, 16)`` is dead code (the search
@@ -94,7 +121,8 @@ def solve_v_step(dv: int, dk: int, ub_size: int, allow_overlap: bool,
     start = min(top, ceil_align(ub_size // (2 * chunk_size * FP32_BYTES) + 1, FP16_NUM_PER_BLOCK))
     for vs in range(start, 0, -FP16_NUM_PER_BLOCK):
         need = (compute_tmp_buff_bytes(vs, dv, dk, allow_overlap, chunk_size)
-                + queue_buffers * compute_out_queue_bytes(vs, dk, chunk_size))
+                + queue_buffers * compute_out_queue_bytes(vs, dk, chunk_size)
+                + variant_extra_bytes(vs, dk, prefetch, state_double_buffer))
         if need <= ub_size:
             return vs
     return None
@@ -105,8 +133,10 @@ class Tiling:
     """The host's tiling decision (``ChunkGatedDeltaRuleTilingData`` plus blockDim and workspace).
 
     Shape fields echo the inputs: ``t`` (total tokens), ``hqk``, ``dk``, ``hv``, ``dv``, ``batch``.
-    ``tmp_buff_bytes`` is the tmpBuff size the chosen vStep needs (the debug log's ``tbuf``), while
-    ``ub_rest_bytes`` is what the device actually gives tmpBuff (all UB left after the out-queue).
+    ``tmp_buff_bytes`` is the tmpBuff size the chosen vStep needs (the debug log's ``tbuf``; with
+    ``state_double_buffer`` it includes ``stateNextFp32``), while ``ub_rest_bytes`` is what the
+    device actually gives tmpBuff (all UB left after the out-queue and, with ``prefetch``, the
+    in-queue). ``in_queue_bytes`` is one in-queue buffer (0 without prefetch).
     """
 
     t: int
@@ -133,6 +163,10 @@ class Tiling:
     work_items: int
     block_dim: int
     workspace_bytes: int
+    keep_tiling: bool = False
+    prefetch: bool = False
+    state_double_buffer: bool = False
+    in_queue_bytes: int = 0
 
     @property
     def state_stride_k(self) -> int:
@@ -147,7 +181,23 @@ class Tiling:
     @property
     def device_ub_bytes(self) -> int:
         """UB the device allocates: ``buffer_num`` out-queue buffers plus the ``ub_rest_bytes`` TBuf."""
-        return self.buffer_num * self.out_queue_bytes + self.ub_rest_bytes
+        return self.buffer_num * self.out_queue_bytes + self.in_queue_buffers * self.in_queue_bytes + self.ub_rest_bytes
+
+    @property
+    def in_queue_buffers(self) -> int:
+        """Buffers of the prefetch in-queue (``TQue<VECIN, 2>``; 0 without prefetch)."""
+        return 2 if self.prefetch else 0
+
+    @property
+    def ub_needed_bytes(self) -> int:
+        """UB the device's buffers need: the out- and in-queue buffers plus the tmpBuff blocks."""
+        return (self.buffer_num * self.out_queue_bytes + self.in_queue_buffers * self.in_queue_bytes
+                + self.tmp_buff_bytes)
+
+    @property
+    def ub_shortfall_bytes(self) -> int:
+        """How many bytes ``ub_needed_bytes`` exceeds ``ub_size`` by (0 when the variant fits)."""
+        return max(0, self.ub_needed_bytes - self.ub_size)
 
     @property
     def ub_overflow_bytes(self) -> int:
@@ -166,12 +216,15 @@ def _positive(name: str, value: object, minimum: int = 1) -> int:
 
 
 def compute_tiling(*, t: int, hqk: int, dk: int, hv: int, dv: int, batch: int, ub_size: int, aiv_num: int,
-                   has_gamma: bool = True, buffer_num: int = 1, host_queue_buffers: int | None = None) -> Tiling:
+                   has_gamma: bool = True, buffer_num: int = 1, host_queue_buffers: int | None = None,
+                   keep_tiling: bool = False, prefetch: bool = False,
+                   state_double_buffer: bool = False) -> Tiling:
     """``ChunkGatedDeltaRuleTilingFunc``: the tiling for one launch. Raises InputError on bad input.
 
     ``t`` may be 0 (every sequence empty); the other dims, ``ub_size`` and ``aiv_num`` must be
     positive; ``buffer_num`` is 1 (the source) or 2. When no vStep fits UB the host returns
-    GRAPH_FAILED; here that is an InputError naming the shape and ``ub_size``.
+    GRAPH_FAILED; here that is an InputError naming the shape and ``ub_size``. ``keep_tiling``,
+    ``prefetch``, ``state_double_buffer``: the double-buffering variants (module docstring).
     """
     t = _positive("t", t, minimum=0)
     if t > INT32_MAX:
@@ -185,28 +238,38 @@ def compute_tiling(*, t: int, hqk: int, dk: int, hv: int, dv: int, batch: int, u
     if host_q not in (1, 2) or isinstance(host_q, bool):
         raise InputError("host_queue_buffers", host_queue_buffers, "1 or 2 (default: buffer_num)")
     shape = {"t": t, "hqk": hqk, "dk": dk, "hv": hv, "dv": dv, "batch": batch}
-    return _build(shape, ub_size, aiv_num, bool(has_gamma), buffer_num, host_q)
+    variant = {"keep_tiling": bool(keep_tiling), "prefetch": bool(prefetch),
+               "state_double_buffer": bool(state_double_buffer)}
+    return _build(shape, ub_size, aiv_num, bool(has_gamma), buffer_num, host_q, variant)
 
 
-def _solve(dk: int, hv: int, dv: int, ub_size: int, allow_overlap: bool, queue_buffers: int) -> int:
-    v_step = solve_v_step(dv, dk, ub_size, allow_overlap, queue_buffers=queue_buffers)
+def _solve(dk: int, hv: int, dv: int, ub_size: int, allow_overlap: bool, queue_buffers: int,
+           prefetch: bool = False, state_double_buffer: bool = False) -> int:
+    v_step = solve_v_step(dv, dk, ub_size, allow_overlap, queue_buffers=queue_buffers, prefetch=prefetch,
+                          state_double_buffer=state_double_buffer)
     if v_step is None:
         smallest = (compute_tmp_buff_bytes(FP16_NUM_PER_BLOCK, dv, dk, allow_overlap)
-                    + queue_buffers * compute_out_queue_bytes(FP16_NUM_PER_BLOCK, dk))
+                    + queue_buffers * compute_out_queue_bytes(FP16_NUM_PER_BLOCK, dk)
+                    + variant_extra_bytes(FP16_NUM_PER_BLOCK, dk, prefetch, state_double_buffer))
         raise InputError("ub_size", ub_size, f"no vStep fits shape dk={dk}, dv={dv}, hv={hv}: "
                                              f"even vStep=16 needs {smallest} bytes of UB")
     return v_step
 
 
 def _build(shape: dict[str, int], ub_size: int, aiv_num: int, has_gamma: bool, buffer_num: int,
-           host_queue_buffers: int) -> Tiling:
+           host_queue_buffers: int, variant: dict[str, bool]) -> Tiling:
     t, dk, hv, dv, batch = (shape[n] for n in ("t", "dk", "hv", "dv", "batch"))
     allow_overlap = hv < aiv_num
-    v_step = _solve(dk, hv, dv, ub_size, allow_overlap, host_queue_buffers)
+    pf, sdb = variant["prefetch"], variant["state_double_buffer"]
+    if variant["keep_tiling"]:  # the baseline's vStep, whatever the variant adds
+        v_step = _solve(dk, hv, dv, ub_size, allow_overlap, 1)
+    else:
+        v_step = _solve(dk, hv, dv, ub_size, allow_overlap, host_queue_buffers, pf, sdb)
     pad_size = (CHUNK_SIZE - t % CHUNK_SIZE) % CHUNK_SIZE
     v_tile_count = div_ceil(dv, v_step)
     work_items = hv * v_tile_count if (hv < aiv_num and v_tile_count > 1) else hv
     out_queue = compute_out_queue_bytes(v_step, dk)
+    in_queue = compute_in_queue_bytes(v_step, dk) if pf else 0
     state_ws = batch * hv * dk * ceil_align(dv, FP32_NUM_PER_BLOCK) * FP32_BYTES
     return Tiling(
         **shape, ub_size=ub_size, aiv_num=aiv_num,
@@ -214,10 +277,11 @@ def _build(shape: dict[str, int], ub_size: int, aiv_num: int, has_gamma: bool, b
         num_chunks=(t + pad_size) // CHUNK_SIZE, pad_size=pad_size,
         align_k=ceil_align(dk, FP16_NUM_PER_BLOCK), v_step=v_step, v_tile_count=v_tile_count,
         allow_scores_state_overlap=allow_overlap, overlap_scores_state=v_step >= dv or allow_overlap,
-        tmp_buff_bytes=compute_tmp_buff_bytes(v_step, dv, dk, allow_overlap), out_queue_bytes=out_queue,
-        ub_rest_bytes=ub_size - host_queue_buffers * out_queue, work_items=work_items,
-        block_dim=max(1, min(work_items, aiv_num)),
-        workspace_bytes=max(state_ws, WORKSPACE_FLOOR_BYTES),
+        tmp_buff_bytes=(compute_tmp_buff_bytes(v_step, dv, dk, allow_overlap)
+                        + (compute_state_next_bytes(v_step, dk) if sdb else 0)),
+        out_queue_bytes=out_queue, ub_rest_bytes=ub_size - host_queue_buffers * out_queue - 2 * in_queue,
+        work_items=work_items, block_dim=max(1, min(work_items, aiv_num)),
+        workspace_bytes=max(state_ws, WORKSPACE_FLOOR_BYTES), in_queue_bytes=in_queue, **variant,
     )
 
 
@@ -235,6 +299,8 @@ def static_diagnostics(tiling: Tiling) -> None:
     if tiling.workspace_bytes > MAX_GM_BYTES:
         raise InputError("workspace_bytes", tiling.workspace_bytes,
                          f"at most {MAX_GM_BYTES} (2^48: the GM a chip can address); shrink batch, hv, dk or dv")
+    if tiling.keep_tiling and tiling.ub_shortfall_bytes:
+        raise KernelDiagnostic(ub_shortfall_message(tiling))
     if tiling.t == 0:
         return
     if tiling.dk > DOT_INPLACE_LIMIT:
@@ -247,3 +313,15 @@ def static_diagnostics(tiling: Tiling) -> None:
             f"WriteAttnTileToGm: curV={last} is not a multiple of 16 fp16 elements, so CopyToGm's "
             f"unaligned fallback writes {ceil_align(last, 16)} per row and overruns into the next "
             f"head's output; shape dv={tiling.dv}, vStep={tiling.v_step}")
+
+
+def ub_shortfall_message(tiling: Tiling) -> str:
+    """One line: the variant kept at the baseline's vStep, what its buffers need and the overflow."""
+    parts = [f"out-queue {tiling.buffer_num}x{tiling.out_queue_bytes}"]
+    if tiling.prefetch:
+        parts.append(f"in-queue 2x{tiling.in_queue_bytes}")
+    parts.append(f"tmpBuff {tiling.tmp_buff_bytes}")
+    flags = [f"buffer_num={tiling.buffer_num}"] + [n for n in ("prefetch", "state_double_buffer") if getattr(tiling, n)]
+    return (f"UB overflow: {', '.join(flags)} at the baseline's vStep={tiling.v_step} (keep_tiling) needs "
+            f"{tiling.ub_needed_bytes} bytes of UB ({' + '.join(parts)}), {tiling.ub_shortfall_bytes} bytes "
+            f"more than the {tiling.ub_size} the host tiles against")

@@ -12,6 +12,7 @@ import numpy as np
 from cgdr_des.errors import KernelDiagnostic
 from cgdr_des.isa import AllocTensor, DataCopyExtParams, DataCopyParams, DeQue, Dma, EnQue, FreeTensor
 from cgdr_des.kernel import chunk_math as cm
+from cgdr_des.kernel import overlap
 from cgdr_des.kernel.emit import (
     ALU,
     PB_ALL,
@@ -47,6 +48,9 @@ def load_v_beta(core, ch, v_i: int, cv: int, out: list) -> None:
         vals = rows(core, ch, "value", slice(v_i, v_i + cv))
         _v2(core, "chunkVFp32", V)[:, :L, :cv] = vals * rows(core, ch, "beta")[:, :, None]
     if out is None:
+        return
+    if ch.prefetch is not None and ch.prefetch.v_i == v_i:
+        overlap.v_beta_records(core, ch, cv, out)
         return
     v0, a0 = core.ub("chunkVFp32"), core.ub("chunkAttnOutFp32")
     out += [vec("Duplicate", L * V, v0), PB_V]
@@ -100,6 +104,12 @@ def load_state_tile(core, ch, v_i: int, cv: int, out: list) -> None:
             s0 = core.launch.wide["initial_state"][ch.b, heads, v_i:v_i + cv, :]
             s[:, :sh.dk, :cv] = np.swapaxes(s0, -1, -2)
     if out is None:
+        return
+    if ch.c > 0 and core.tiling.state_double_buffer:  # the previous UpdateAndWriteState prefetched it
+        overlap.state_take_records(core, out)
+        return
+    if ch.c == 0 and ch.prefetch is not None and ch.prefetch.v_i == v_i:  # staged with the chunk's loads
+        overlap.state_from_staging_records(core, cv, out)
         return
     s0 = core.ub("stateInFp32")
     out += [vec("Duplicate", sK * V, s0), PB_V]
@@ -218,16 +228,22 @@ def _write_attn_records(core, ch, v_i: int, cv: int, out: list) -> None:
     out.append(FreeTensor(OUT_QUEUE))
 
 
-def update_and_write_state(core, ch, v_i: int, cv: int, out: list) -> None:
+def update_and_write_state(core, ch, v_i: int, cv: int, out: list, state=None) -> None:
     """UpdateAndWriteState: S <- e^{G_last} S + sum_i e^{G_last - G_i} k_i (x) v_new_i; then the fp32
-    workspace write (not last) or the fp16, transposed final_state write (last chunk)."""
+    workspace write (not last) or the fp16, transposed final_state write (last chunk). ``state``
+    (overlap.StateOverlap): the state double buffer's write-back and prefetch instead."""
     _update_state_numerics(core, ch, v_i, cv)
-    if out is not None:
-        _update_state_records(core, ch, out)
-        if ch.is_last:
-            _final_state_records(core, ch, v_i, cv, out)
-        else:
-            _workspace_rows(core, ch, v_i, cv, "UB2GM", out)
+    if out is None:
+        return
+    _update_state_records(core, ch, out)
+    if ch.is_last:
+        _final_state_records(core, ch, v_i, cv, out)
+    elif state is None:
+        _workspace_rows(core, ch, v_i, cv, "UB2GM", out)
+    else:
+        overlap.state_writeback_records(core, ch, v_i, cv, state.wait_previous, out)
+    if state is not None and state.next_tile is not None:
+        overlap.state_prefetch_records(core, ch, *state.next_tile, out)
 
 
 def _exp_args(core, ch) -> np.ndarray:
