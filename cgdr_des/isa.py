@@ -59,6 +59,7 @@ EventId = int | EventHandle
 
 
 def resolve_event_id(eid: EventId) -> int | None:
+    """The numeric event id: a handle's filled-in id (None before the machine fills it), else ``eid``."""
     return eid.id if isinstance(eid, EventHandle) else eid
 
 
@@ -158,6 +159,7 @@ class Dma:
 
     @property
     def pipe(self) -> str:
+        """The pipe that runs this DMA: MTE2 for GM -> UB, MTE3 for UB -> GM."""
         return "MTE2" if self.direction == "GM2UB" else "MTE3"
 
 

@@ -42,6 +42,7 @@ class _Cli(click.Group):
     """A group that applies the error contract of the module docstring."""
 
     def invoke(self, ctx: click.Context):
+        """Run the command; bad input, diagnostics and usage errors become one stderr line and exit 2."""
         verbose = bool(ctx.params.get("verbose"))
         try:
             return super().invoke(ctx)

@@ -88,6 +88,10 @@ def count_records(records: Iterable, counts: Counter) -> None:
 
 
 def run_functional(launch: Launch, policy: str = "greedy", *, emit: bool = True) -> FunctionalResult:
+    """Run every core's program without the machine: the outputs and the record counts per (phase, kind).
+
+    No timing. ``emit`` False computes the numbers only (no records, so ``counts`` is empty).
+    """
     counts: Counter = Counter()
     stage = ReuseStage(emit)        # one for every core: a UB-only phase is built once per launch
     for core, assigned in enumerate(core_assignments(launch, policy)):

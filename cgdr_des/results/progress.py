@@ -28,6 +28,7 @@ class ProgressBar:
         self.update(done, total)
 
     def update(self, done: int, total: int) -> None:
+        """Redraw the bar for ``done`` of ``total`` (throttled; always drawn when done == total)."""
         if not self.enabled:
             return
         now = time.monotonic()
@@ -42,6 +43,7 @@ class ProgressBar:
         self._drawn = True
 
     def close(self) -> None:
+        """End the bar's line, if one was drawn; calling it again does nothing."""
         if self.enabled and self._drawn:
             self.stream.write("\n")
             self.stream.flush()

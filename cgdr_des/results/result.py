@@ -58,10 +58,12 @@ class Result:
 
     @property
     def out(self) -> np.ndarray | None:
+        """The kernel's ``out`` tensor (None when numerics were off)."""
         return self.outputs.get("out")
 
     @property
     def final_state(self) -> np.ndarray | None:
+        """The kernel's ``final_state`` tensor (None when numerics were off)."""
         return self.outputs.get("final_state")
 
     def __getstate__(self) -> dict[str, Any]:
