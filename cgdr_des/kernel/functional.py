@@ -24,6 +24,10 @@ from cgdr_des.kernel.tiling import compute_tiling
 
 @dataclass
 class FunctionalResult:
+    """What ``run_functional`` returns: the outputs (None with numerics off), the record tally per
+    (phase, kind) (``bytes_MTE2`` / ``bytes_MTE3`` rows count DMA bytes), and the launch that ran.
+    """
+
     out: np.ndarray | None
     final_state: np.ndarray | None
     counts: Counter

@@ -15,6 +15,8 @@ from typing import TextIO
 
 
 class ProgressBar:
+    """A one-line progress bar on ``stream`` (stderr); ``enabled`` None means only when it is a TTY."""
+
     def __init__(self, label: str = "", *, stream: TextIO | None = None, width: int = 30,
                  min_interval: float = 0.1, enabled: bool | None = None):
         self.stream = stream if stream is not None else sys.stderr

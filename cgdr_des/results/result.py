@@ -47,6 +47,8 @@ class _BuiltOnRead:
 
 @dataclass
 class Result:
+    """One launch's frames, outputs, scenario, tiling and run facts (see the module docstring)."""
+
     ops: pd.DataFrame = _BuiltOnRead()
     items: pd.DataFrame
     cores: pd.DataFrame
