@@ -14,23 +14,11 @@ import errno
 import click
 import pytest
 from click.testing import CliRunner
+from sweep_cases import TINY as GOOD
 
 from cgdr_des.cli import main
 from cgdr_des.cli.app import _usage_message, user_caused
 from cgdr_des.errors import InputError, KernelDiagnostic
-
-GOOD = """
-name = "tiny"
-[shape]
-nk = 1
-nv = 2
-dk = 16
-dv = 16
-[workload]
-lengths = [8, 3]
-[sim]
-numerics = "off"
-"""
 
 COMMANDS = sorted(main.commands)
 

@@ -12,17 +12,12 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_timing_tables import values  # nested TOML-able values
 
 from cgdr_des.errors import InputError
 from cgdr_des.overrides import apply_overrides, check_path, parse_set, parse_value
 from cgdr_des.scenario import Scenario
 from cgdr_des.timing.profile_toml import toml_value
-
-keys = st.from_regex(r"[a-z_][a-z0-9_]{0,6}", fullmatch=True)
-scalars = st.one_of(st.booleans(), st.integers(-2**62, 2**62), st.text(max_size=10),
-                    st.floats(allow_nan=False, allow_infinity=False))
-values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=3),
-                                                       st.dictionaries(keys, inner, max_size=3)), max_leaves=8)
 
 
 @settings(max_examples=150, deadline=None, derandomize=True)
