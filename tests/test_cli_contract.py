@@ -64,7 +64,20 @@ def test_the_group_registers_the_commands_the_docs_name():
 @pytest.mark.parametrize("name", [c for c in COMMANDS if arguments(c)])
 def test_a_missing_argument_is_one_line(name):
     line = one_error_line(invoke(name))
-    assert arguments(name)[0].name.lower() in line.lower()
+    assert line == f"error: {arguments(name)[0].name}: got nothing; required"
+
+
+REQUIRED = [(c, p.opts[0]) for c in COMMANDS for p in main.commands[c].params
+            if isinstance(p, click.Option) and p.required]
+
+
+@pytest.mark.parametrize("name, option", REQUIRED)
+def test_a_missing_required_option_is_one_line_naming_it(name, option, tmp_path):
+    given = [x for p in main.commands[name].params if isinstance(p, click.Option) and p.required
+             and p.opts[0] != option for x in (p.opts[0], tmp_path / "o" if p.opts[0] == "--out"
+                                              else REQUIRED_VALUES[p.opts[0]])]
+    line = one_error_line(invoke(name, tmp_path / "x", *given))
+    assert line == f"error: {option}: got nothing; required"
 
 
 @pytest.mark.parametrize("name", COMMANDS)
