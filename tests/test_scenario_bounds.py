@@ -198,3 +198,15 @@ def test_every_public_name_is_importable_from_the_package():
         assert getattr(scen, name) is not None, name
     assert scen.Scenario.__module__ == "cgdr_des.scenario.model"
     assert scen.Kernel.__module__ == "cgdr_des.scenario.sections"
+
+
+def test_scenarios_compare_by_their_fields_and_folder(tmp_path):
+    many = with_value("workload.lengths", [64, 30, 7])  # more than one length: a cached array
+    a, b = Scenario.from_dict(many), Scenario.from_dict(copy.deepcopy(many))
+    a.lengths()  # one has its lengths cached, the other not yet
+    assert a == b and not (a != b)
+    assert a != a.with_changes({"kernel": {"buffer_num": 2}})
+    assert a != Scenario.from_dict(many, base_dir=tmp_path)  # a relative lengths_csv would resolve elsewhere
+    assert a != many
+    with pytest.raises(TypeError):
+        hash(a)

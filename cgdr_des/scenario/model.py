@@ -61,6 +61,15 @@ class Scenario(_Section):
             validate_tiling(sc)
         return sc
 
+    def __eq__(self, other: object) -> bool:
+        """Equal fields and the same folder for relative paths. pydantic's own comparison would also
+        compare the cached lengths array, whose truth value numpy refuses for more than one length."""
+        if not isinstance(other, Scenario):
+            return NotImplemented
+        return self._base_dir == other._base_dir and self.model_dump() == other.model_dump()
+
+    __hash__ = None  # a scenario holds dicts (hardware overrides): unhashable, as before
+
     def with_changes(self, changes: Mapping[str, Any]) -> Scenario:
         """A re-validated copy with ``changes`` deep-merged (``{"kernel": {"buffer_num": 2}}``)."""
         data = _deep_merge(self.model_dump(mode="json", exclude_none=True), changes)
