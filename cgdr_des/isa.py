@@ -59,6 +59,7 @@ EventId = int | EventHandle
 
 
 def resolve_event_id(eid: EventId) -> int | None:
+    """The numeric event id: a handle's filled-in id (None before the machine fills it), else ``eid``."""
     return eid.id if isinstance(eid, EventHandle) else eid
 
 
@@ -158,6 +159,7 @@ class Dma:
 
     @property
     def pipe(self) -> str:
+        """The pipe that runs this DMA: MTE2 for GM -> UB, MTE3 for UB -> GM."""
         return "MTE2" if self.direction == "GM2UB" else "MTE3"
 
 
@@ -232,21 +234,29 @@ class InitBuffer:
 
 @dataclass(frozen=True, slots=True)
 class AllocTensor:
+    """``que.AllocTensor()`` on TQue ``name``: the next free buffer; waits for its pending free flag (hw/tque.py)."""
+
     name: str
 
 
 @dataclass(frozen=True, slots=True)
 class EnQue:
+    """``que.EnQue(t)`` on TQue ``name``: queue the buffer for the consumer; TPipe sets the data-direction flag."""
+
     name: str
 
 
 @dataclass(frozen=True, slots=True)
 class DeQue:
+    """``que.DeQue()`` on TQue ``name``: take the oldest queued buffer; TPipe waits on its EnQue's flag."""
+
     name: str
 
 
 @dataclass(frozen=True, slots=True)
 class FreeTensor:
+    """``que.FreeTensor(t)`` on TQue ``name``: free the buffer; TPipe sets the reverse flag its next Alloc waits on."""
+
     name: str
 
 

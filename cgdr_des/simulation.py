@@ -66,6 +66,7 @@ def estimated_rows(launch, fidelity: str) -> int:
     sh = launch.shape
 
     def per_chunk(L: int) -> int:
+        """Estimated ops rows of one chunk of ``L`` tokens for one V-tile."""
         return 100 if fidelity == "phase" else int(2.3 * L * L) + int(6.6 * L * sh.dk)
 
     cs = CHUNK_SIZE
@@ -103,6 +104,7 @@ def run_launch(launch, prof, *, policy, fidelity, meta=None, progress=None, scen
     started = [0]
 
     def on_item(_key):
+        """Count one started work item and report progress."""
         started[0] += 1
         if progress is not None:
             progress(started[0], total)

@@ -42,6 +42,7 @@ class _Cli(click.Group):
     """A group that applies the error contract of the module docstring."""
 
     def invoke(self, ctx: click.Context):
+        """Run the command; bad input, diagnostics and usage errors become one stderr line and exit 2."""
         verbose = bool(ctx.params.get("verbose"))
         try:
             return super().invoke(ctx)
@@ -65,6 +66,8 @@ def _usage_message(exc: click.UsageError) -> str:
     param = getattr(exc, "param", None)
     if isinstance(exc, click.BadParameter) and param is not None:
         name = param.opts[0] if getattr(param, "opts", None) else param.name.upper()
+        if isinstance(exc, click.MissingParameter):  # its message is empty: click builds it at print time
+            return f"{name}: got nothing; required"
         return one_line(f"{name}: {exc.message}", 2000)
     return one_line(exc.format_message(), 2000)
 

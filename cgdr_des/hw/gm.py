@@ -28,6 +28,12 @@ _CAP_SEQ = attrgetter("cap", "seq")   # water-filling order: lowest cap first, t
 
 
 class Transfer:
+    """One DMA's data phase on the bus: ``nbytes`` from cycle ``start``, at most ``cap`` bytes/cycle.
+
+    ``rem`` (bytes left) and ``rate`` (bytes/cycle now) change at each re-plan; ``done`` is the completion
+    cycle once known; ``seq`` orders transfers by submission (ties in water-filling).
+    """
+
     __slots__ = ("start", "nbytes", "cap", "rem", "rate", "done", "on_done", "seq")
 
     def __init__(self, start: int, nbytes: int, cap: float, on_done, seq: int) -> None:

@@ -131,6 +131,7 @@ class Profile:
         return self.gm_bandwidth_gbps * 1e3 / self.clock_mhz
 
     def cycles_to_us(self, cycles: float) -> float:
+        """``cycles`` of the core clock in µs (``clock_mhz`` cycles per µs)."""
         return cycles / self.clock_mhz
 
     def field_sources(self) -> dict[str, dict[str, str]]:
@@ -182,6 +183,7 @@ def _pos_int(v) -> int:
 
 def _float_in(lo: float, hi: float):
     def check(v) -> float:
+        """``v`` as a float when it is a number (not a bool) in ``[lo, hi]``; else ValueError naming the range."""
         if isinstance(v, bool) or not isinstance(v, int | float) or not lo <= v <= hi:
             raise ValueError(f"a number in [{lo:g}, {hi:g}]")
         return float(v)
@@ -216,6 +218,7 @@ def _policy(v) -> str:
 
 def _op_table(check, per_dtype: bool):
     def validate(v) -> FrozenMap:
+        """``v`` as a FrozenMap op -> checked value (per dtype: op -> {fp32, fp16}); ValueError on any other shape."""
         if not isinstance(v, Mapping) or not v or len(v) > 64:
             raise ValueError("a table op -> " + ("{fp32, fp16}" if per_dtype else "value"))
         out = {}

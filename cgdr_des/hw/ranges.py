@@ -33,6 +33,7 @@ class ParamRange(NamedTuple):
 
     @property
     def field(self) -> str:
+        """The profile field the parameter belongs to (``name`` up to its first dot)."""
         return self.name.split(".", 1)[0]
 
 

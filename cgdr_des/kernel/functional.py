@@ -24,6 +24,10 @@ from cgdr_des.kernel.tiling import compute_tiling
 
 @dataclass
 class FunctionalResult:
+    """What ``run_functional`` returns: the outputs (None with numerics off), the record tally per
+    (phase, kind) (``bytes_MTE2`` / ``bytes_MTE3`` rows count DMA bytes), and the launch that ran.
+    """
+
     out: np.ndarray | None
     final_state: np.ndarray | None
     counts: Counter
@@ -89,6 +93,10 @@ def count_records(records: Iterable, counts: Counter) -> None:
 
 
 def run_functional(launch: Launch, policy: str = "greedy", *, emit: bool = True) -> FunctionalResult:
+    """Run every core's program without the machine: the outputs and the record counts per (phase, kind).
+
+    No timing. ``emit`` False computes the numbers only (no records, so ``counts`` is empty).
+    """
     counts: Counter = Counter()
     stage = ReuseStage(emit)        # one for every core: a UB-only phase is built once per launch
     for core, assigned in enumerate(core_assignments(launch, policy)):

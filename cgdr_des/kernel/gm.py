@@ -25,6 +25,7 @@ class GmMap:
     base: dict[str, int]
 
     def addr(self, name: str, index: int) -> int:
+        """Byte address of element ``index`` of tensor ``name``."""
         return self.base[name] + index * ELEMENT_BYTES[name]
 
     def addrs(self, name: str, index: int, n: int) -> range:
@@ -35,6 +36,7 @@ class GmMap:
 
 
 def build_gm_map(*, t: int, nk: int, nv: int, dk: int, dv: int, batch: int, workspace_bytes: int) -> GmMap:
+    """The launch's GM map: each tensor (sized from the shape) at a 2 MiB-aligned base, in the op's order."""
     sizes = {
         "query": t * nk * dk, "key": t * nk * dk, "value": t * nv * dv, "beta": t * nv,
         "initial_state": batch * nv * dv * dk, "actual_seq_lengths": batch, "g": t * nv,

@@ -90,10 +90,12 @@ class UbLayout:
 
     @property
     def used_bytes(self) -> int:
+        """Absolute UB byte offset where the last tmpBuff block ends."""
         return self.tmp_buff_offset + self.tmp_used_bytes
 
     @property
     def allocated_bytes(self) -> int:
+        """UB bytes the two InitBuffer calls reserve (queue buffers + the whole tmpBuff TBuf)."""
         return self.tmp_buff_offset + self.tmp_buff_bytes
 
     @property

@@ -164,6 +164,7 @@ def _bnb(w: list[int], m: int) -> list[int]:
     loads, assign, rest = [0] * m, [0] * len(w), sum(w)
 
     def dfs(j: int, high: int) -> bool:  # True: the lower bound is reached, stop searching
+        """Place items ``order[j:]`` on the cores; ``high`` is the largest load so far. Updates ``best``."""
         nonlocal rest
         if j == len(order):
             best[:] = [high, assign.copy()]

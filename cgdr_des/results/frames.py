@@ -85,6 +85,7 @@ def _categorical(col) -> pd.Categorical:
 
 
 def spans_frame(spans: Sequence[tuple]) -> pd.DataFrame:
+    """The spans frame (one row per SPAN_COLUMNS tuple; cycles int64, labels categorical)."""
     return _records_frame(spans, SPAN_COLUMNS)
 
 

@@ -15,6 +15,8 @@ from typing import TextIO
 
 
 class ProgressBar:
+    """A one-line progress bar on ``stream`` (stderr); ``enabled`` None means only when it is a TTY."""
+
     def __init__(self, label: str = "", *, stream: TextIO | None = None, width: int = 30,
                  min_interval: float = 0.1, enabled: bool | None = None):
         self.stream = stream if stream is not None else sys.stderr
@@ -28,6 +30,7 @@ class ProgressBar:
         self.update(done, total)
 
     def update(self, done: int, total: int) -> None:
+        """Redraw the bar for ``done`` of ``total`` (throttled; always drawn when done == total)."""
         if not self.enabled:
             return
         now = time.monotonic()
@@ -42,6 +45,7 @@ class ProgressBar:
         self._drawn = True
 
     def close(self) -> None:
+        """End the bar's line, if one was drawn; calling it again does nothing."""
         if self.enabled and self._drawn:
             self.stream.write("\n")
             self.stream.flush()

@@ -47,6 +47,8 @@ class _BuiltOnRead:
 
 @dataclass
 class Result:
+    """One launch's frames, outputs, scenario, tiling and run facts (see the module docstring)."""
+
     ops: pd.DataFrame = _BuiltOnRead()
     items: pd.DataFrame
     cores: pd.DataFrame
@@ -58,10 +60,12 @@ class Result:
 
     @property
     def out(self) -> np.ndarray | None:
+        """The kernel's ``out`` tensor (None when numerics were off)."""
         return self.outputs.get("out")
 
     @property
     def final_state(self) -> np.ndarray | None:
+        """The kernel's ``final_state`` tensor (None when numerics were off)."""
         return self.outputs.get("final_state")
 
     def __getstate__(self) -> dict[str, Any]:

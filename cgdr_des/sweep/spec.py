@@ -39,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from cgdr_des.errors import InputError
 from cgdr_des.overrides import check_path
-from cgdr_des.scenario import Scenario, load_scenario, read_toml
+from cgdr_des.scenario import MAX_SEED, Scenario, load_scenario, read_toml
 
 SAMPLERS = ("uniform", "loguniform", "choice", "normal")
 
@@ -81,13 +81,14 @@ class SweepSpec(BaseModel):
     base: str
     kind: Literal["run", "tail"] = "run"
     replications: Annotated[int, Field(ge=1)] = 1
-    seed: int | None = None
+    # bounded like workload.seed: numpy's SeedSequence and default_rng refuse a negative seed
+    seed: Annotated[int, Field(ge=0, le=MAX_SEED)] | None = None
     frames: bool = False
     set: dict[str, Any] = Field(default_factory=dict)
     grid: dict[str, Annotated[list[Any], Field(min_length=1)]] = Field(default_factory=dict)
     sample: dict[str, Sampler] = Field(default_factory=dict)
     sample_n: Annotated[int, Field(ge=1)] | None = None
-    sample_seed: int = 0
+    sample_seed: Annotated[int, Field(ge=0, le=MAX_SEED)] = 0
     tail: dict[str, Any] = Field(default_factory=dict)
     base_scenario: Scenario
 

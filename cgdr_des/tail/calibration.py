@@ -111,6 +111,7 @@ def costs_for(prof, nk: int, nv: int, dk: int, dv: int, has_gamma: bool, buffer_
     from cgdr_des.simulation import run_launch
 
     def run(lengths):
+        """Time one phase-fidelity launch of ``lengths`` (numerics off); ``(Result, Launch)``."""
         lengths = np.asarray(lengths, np.int32)
         shape = Shape(int(lengths.size), int(lengths.sum()), nk, nv, dk, dv, 1.0 / np.sqrt(dk), has_gamma)
         g = draw_g(shape.t, nv, 0) if has_gamma else None

@@ -88,6 +88,7 @@ class _Progress:
         self.callback, self.total, self.done = callback, total, 0
 
     def step(self) -> None:
+        """Count one finished check batch and report it to the callback."""
         self.done += 1
         if self.callback is not None:
             self.callback(self.done, self.total)

@@ -38,6 +38,7 @@ class Estimate:
 
     @property
     def makespan(self) -> np.ndarray:
+        """Per batch, the last core's finish (cycles, int64)."""
         return self.finish.max(axis=1)
 
     def lower_bound(self, block_dim: int) -> np.ndarray:
@@ -64,6 +65,7 @@ def estimate(costs: ItemCosts, lengths: np.ndarray, policy: str) -> Estimate:
     slot = np.where(owner >= 0, owner + m * np.arange(n)[:, None], n * m)  # padding to a spare bin
 
     def per_core(weights):
+        """Sum ``weights`` (N, K) per (batch, core) by owner; padding items fall into a dropped bin."""
         return np.bincount(slot.ravel(), weights=weights.ravel(), minlength=n * m + 1)[:-1].reshape(n, m)
 
     run = _blend(costs, tokens, cycles, owner) if costs.split and costs.siblings > 1 else cycles

@@ -46,14 +46,17 @@ class Problem:
     params: list
 
     def point(self, u) -> dict:
+        """Parameter values at ``u``, a point of the unit box (one coordinate per parameter)."""
         return {p.name: value_at(p, x) for p, x in zip(self.params, u, strict=True)}
 
     def predict(self, u, which=None) -> np.ndarray:
+        """Simulated makespans (cycles) at ``u`` of the measured scenarios ``which`` (default all)."""
         pt = self.point(u)
         idx = range(len(self.evaluators)) if which is None else which
         return np.array([self.evaluators[i].makespan(pt)[1] for i in idx])
 
     def loss(self, u, which=None) -> float:
+        """Sum over scenarios ``which`` of log(simulated / measured)²: the fit's relative squared error."""
         idx = list(range(len(self.evaluators))) if which is None else list(which)
         return float(np.sum(np.log(self.predict(u, idx) / self.measured[idx]) ** 2))
 
@@ -154,10 +157,12 @@ class Fit:
 
     @property
     def rms_residual_pct(self) -> float:
+        """Root mean square of the fitted points' residuals, in percent."""
         return float(np.sqrt(np.mean(self.points["residual_pct"] ** 2)))
 
     @property
     def rms_loo_pct(self) -> float:
+        """Root mean square of the leave-one-out prediction errors, in percent."""
         return float(np.sqrt(np.mean(self.points["loo_error_pct"] ** 2)))
 
 

@@ -22,6 +22,9 @@ OP_NAME = "chunkgateddeltarule"
 
 
 class Measurement(NamedTuple):
+    """One measured point: the scenario file (the CSV's folder joined with its ``scenario`` cell) and its
+    latency in µs."""
+
     scenario: Path
     latency_us: float
 

@@ -35,6 +35,7 @@ class Sensitivity:
 
     @property
     def nominal_us(self) -> float:
+        """Makespan in µs with every parameter at its profile value."""
         return float(self.runs.loc[self.runs["kind"] == "nominal", "makespan_us"].iloc[0])
 
     @property
@@ -47,6 +48,7 @@ class Sensitivity:
         return self.runs[self.runs["kind"] == "oat"][["param", "end", "value", "makespan_us", "change_pct"]]
 
     def summary(self) -> dict:
+        """JSON-able summary: nominal and range of the makespan (µs), parameters, run counts, seed."""
         lo, hi = self.interval_us
         counts = self.runs["kind"].value_counts()
         return {"scenario": self.scenario, "nominal_us": self.nominal_us, "low_us": lo, "high_us": hi,

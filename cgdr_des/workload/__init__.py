@@ -1,0 +1,1 @@
+"""Workloads: sequence-length distributions and files, and the seeded synthetic input tensors."""

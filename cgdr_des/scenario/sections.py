@@ -1,0 +1,183 @@
+"""The scenario's TOML tables as frozen pydantic models, and the bounds every value is checked against.
+
+One model per table: ``[hardware]``, ``[shape]``, ``[workload]`` (+ ``[workload.distribution]``,
+``[workload.tensors]``), ``[kernel]``, ``[sim]``, ``[output]``, ``[study]``. Every model forbids unknown
+keys and coerces nothing (TOML's types must match). A validator here raises ``InputError`` with the field
+*relative to its table*; ``cgdr_des.scenario.messages`` prefixes the table's location.
+Units: lengths in tokens, windows in core clock cycles.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from cgdr_des.errors import InputError
+from cgdr_des.scenario.messages import MISSING
+from cgdr_des.workload.lengths import MAX_BATCH, Distribution, Length
+
+DEFAULT_PROFILE = "atlas-300i-duo"
+# Upper bounds (docs/reliability.md): each keeps validate O(1) or O(batch) and the launch inside
+# the kernel's integer fields; memory beyond them is the estimate's business (cgdr_des/estimate.py).
+MAX_HEADS = 65_536          # nk, nv: head indices and head counts in the tiling's 32-bit fields
+MAX_HEAD_DIM = 65_536       # dk, dv: far past any UB (dk > 512 is refused by DotFp32 anyway)
+MAX_CYCLE = 2**62           # windows, in cycles (int64 times with headroom)
+MAX_TRACE_EVENTS = 50_000_000
+MAX_SEED = 2**63 - 1        # numpy's default_rng takes any non-negative integer; int64 keeps it portable
+MAX_SCALE = 65_504.0        # fp16's largest finite value: past it q.k * scale overflows fp16 outputs
+PositiveInt = Annotated[int, Field(ge=1)]
+HeadCount = Annotated[int, Field(ge=1, le=MAX_HEADS)]
+HeadDim = Annotated[int, Field(ge=1, le=MAX_HEAD_DIM)]
+CoreId = Annotated[int, Field(ge=0, le=1023)]
+CycleWindow = Annotated[list[Annotated[int, Field(ge=0, le=MAX_CYCLE)]], Field(min_length=2, max_length=2)]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+def _check_window(window: list[int] | None, field: str) -> None:
+    if window is not None and window[1] <= window[0]:
+        raise InputError(field, window, "[start, end] with end > start (cycles)")
+
+
+class Hardware(_Section):
+    """``[hardware]``: a named profile plus field overrides (checked by ``cgdr_des.hw.load_profile``)."""
+
+    profile: str = DEFAULT_PROFILE
+    overrides: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("profile")
+    @classmethod
+    def _known(cls, v: str) -> str:
+        # Looked up through the package at call time: ``cgdr_des.scenario.known_profiles`` is the one
+        # name callers (and tests) replace to change the list.
+        import cgdr_des.scenario as package
+
+        known = package.known_profiles()
+        if v not in known and not v.endswith(".toml"):  # a profile file (calibrate writes them)
+            raise ValueError(f"one of {', '.join(sorted(known))}, or a path to a .toml profile")
+        return v
+
+
+class Shape(_Section):
+    """``[shape]``: heads and head dims; ``scale_value`` defaults to ``1/sqrt(dk)`` (kernel tests do so)."""
+
+    nk: HeadCount
+    nv: HeadCount
+    dk: HeadDim
+    dv: HeadDim
+    scale_value: Annotated[float, Field(allow_inf_nan=False, ge=-MAX_SCALE, le=MAX_SCALE)] | None = None
+    has_gamma: bool = True
+
+    @model_validator(mode="after")
+    def _gqa(self):
+        # The kernel maps value head h to q/k head h // (nv/nk) and never checks divisibility.
+        if self.nv % self.nk:
+            raise InputError("nv", self.nv, f"a multiple of nk ({self.nk})")
+        return self
+
+    def resolved_scale(self) -> float:
+        """The scale applied to q·k: ``scale_value`` when given, else ``1/sqrt(dk)``."""
+        return 1.0 / math.sqrt(self.dk) if self.scale_value is None else self.scale_value
+
+
+class Tensors(_Section):
+    """``[workload.tensors]``: how the synthetic inputs are drawn (see ``cgdr_des.workload.tensors``)."""
+
+    beta: Literal["sigmoid", "zero"] = "sigmoid"
+    initial_state: Literal["randn", "zeros"] = "randn"
+
+
+class Workload(_Section):
+    """``[workload]``: exactly one length source, the batch size, the seed of every random draw."""
+
+    lengths: Annotated[list[Length], Field(min_length=1, max_length=MAX_BATCH)] | None = None
+    distribution: Distribution | None = None
+    lengths_csv: Annotated[str, Field(min_length=1, max_length=4096)] | None = None
+    batch: Annotated[int, Field(ge=1, le=MAX_BATCH)] | None = None
+    seed: Annotated[int, Field(ge=0, le=MAX_SEED)] = 0
+    tensors: Tensors = Field(default_factory=Tensors)
+
+    @model_validator(mode="after")
+    def _one_source(self):
+        given = [k for k in ("lengths", "distribution", "lengths_csv") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise InputError("lengths", given or MISSING, "exactly one of lengths, distribution, lengths_csv")
+        if self.distribution is not None and self.batch is None:
+            raise InputError("batch", MISSING, "a positive integer (required with distribution)")
+        if self.lengths is not None and self.batch not in (None, len(self.lengths)):
+            raise InputError("batch", self.batch, f"omitted or equal to len(lengths) = {len(self.lengths)}")
+        return self
+
+
+PolicyName = Literal["greedy", "round_robin", "float_share", "longest_first", "cost_greedy", "cost_lpt",
+                     "minmax_contiguous", "optimal"]
+
+
+class Kernel(_Section):
+    """``[kernel]``: the kernel variant (data, not a fork of the program).
+
+    ``keep_tiling``, ``prefetch``, ``state_double_buffer``: the double-buffering variants
+    (docs/double-buffering.md §1); ``keep_tiling`` keeps the baseline's vStep instead of letting the
+    host shrink it to make room for what the variant adds.
+    """
+
+    buffer_num: Literal[1, 2] = 1
+    policy: PolicyName = "greedy"
+    keep_tiling: bool = False
+    prefetch: bool = False
+    state_double_buffer: bool = False
+
+    def tiling_options(self) -> dict[str, Any]:
+        """The keyword arguments of ``compute_tiling`` / ``make_launch`` this section sets."""
+        return {"buffer_num": self.buffer_num, "keep_tiling": self.keep_tiling, "prefetch": self.prefetch,
+                "state_double_buffer": self.state_double_buffer}
+
+
+class Sim(_Section):
+    """``[sim]``: fidelity, numerics mode and what the Chrome trace keeps."""
+
+    fidelity: Literal["instr", "phase"] = "phase"
+    numerics: Literal["kernel", "exact", "off"] = "kernel"
+    trace: bool = True
+    trace_window: CycleWindow | None = None
+    trace_cores: Annotated[list[CoreId], Field(min_length=1, max_length=1024)] | None = None
+    max_trace_events: Annotated[int, Field(ge=1, le=MAX_TRACE_EVENTS)] = 200_000
+    #: an inf/NaN output is a diagnostic ("error") or written anyway with a console warning ("keep")
+    nonfinite: Literal["error", "keep"] = "error"
+
+    @model_validator(mode="after")
+    def _window(self):
+        _check_window(self.trace_window, "trace_window")
+        return self
+
+
+class Output(_Section):
+    """``[output]``: extra files; ``gantt_core=None`` means the core that finishes last."""
+
+    csv: bool = False
+    plots: bool = True
+    gantt_core: CoreId | None = None
+    gantt_window: CycleWindow | None = None
+
+    @model_validator(mode="after")
+    def _window(self):
+        _check_window(self.gantt_window, "gantt_window")
+        return self
+
+
+class Study(_Section):
+    """``[study]``: a tail study of this workload (``cgdr-des tail``): sampled batches x policies.
+
+    ``policies`` None means every policy that applies (``optimal`` only for batches of at most 20
+    work items); ``check_batches`` batches are re-simulated at phase fidelity as a self-check;
+    ``bootstrap`` is the number of resamples behind the percentiles' 95 % intervals.
+    """
+
+    batches: Annotated[int, Field(ge=1, le=1_000_000)] = 1000
+    policies: Annotated[list[PolicyName], Field(min_length=1)] | None = None
+    check_batches: Annotated[int, Field(ge=0, le=50)] = 3
+    bootstrap: Annotated[int, Field(ge=10, le=10_000)] = 200
