@@ -134,6 +134,7 @@ class Core:
 
     @property
     def finished(self) -> bool:
+        """The scalar unit walked the whole program and every pipe drained."""
         return self.s_done and all(P.drained for P in self.pipe_list)
 
     def release(self) -> None:
@@ -157,6 +158,7 @@ class Core:
 
     @property
     def finish(self) -> int:
+        """The core's last cycle: the latest of the scalar unit's clock and every pipe's last end."""
         return max(self.s_t, *(P.done for P in self.pipe_list))
 
     def stats(self) -> dict:
@@ -172,6 +174,7 @@ class Core:
         return out
 
     def counter(self) -> Counter:
+        """Every record the core pulled, as ``(phase, kind)`` counts (Macro tallies added in)."""
         for tally in self.macro_counts.values():
             for kind, n in tally.counts:
                 tally.phase_counts[kind] += n * tally.times

@@ -90,6 +90,7 @@ def drop_lost(flag: Flag, consume: int) -> None:
 
 
 def double_set_message(flag: Flag, t_set: int, t_consume: int) -> str:
+    """The ``diagnostic`` policy's report of a set firing at ``t_set`` before ``t_consume``."""
     return (f"SetFlag<{flag.event}>({flag.id}) fires at cycle {t_set} while the flag is still set "
             f"(the previous set is consumed by its WaitFlag only at cycle {t_consume}); two SetFlags "
             "without a WaitFlag in between are illegal (profile flag_double_set='diagnostic')")
@@ -103,6 +104,8 @@ class FlagTable:
         self.table = {ev: [Flag(ev, i) for i in range(n_ids)] for ev in HARD_EVENTS}
 
     def get(self, event: str, eid) -> Flag:
+        """The flag ``(event, eid)``; an unknown event, an unfilled handle or an id out of range is a
+        HwFault."""
         if eid is None:
             raise HwFault(f"{event}: event id not filled in (EventHandle used before Fetch/AllocEventID)")
         row = self.table.get(event)

@@ -62,6 +62,7 @@ class PipeState:
 
     @property
     def drained(self) -> bool:
+        """Nothing queued and no DMA in flight."""
         return not self.q.items and not self.outstanding
 
     def when_drained(self, env):

@@ -107,6 +107,7 @@ class ScalarUnit:
         self.wait_kind, self.wait_on = None, None
 
     def fail(self, msg: str):
+        """A KernelDiagnostic about the current record (core, record index, last Tag)."""
         return at(self.core.cid, self.idx, self.span, msg)
 
     def did(self, op: str, t0: int, t1: int, elements: int = 0, nbytes: int = 0) -> None:
@@ -140,6 +141,7 @@ class ScalarUnit:
         span.n += 1
 
     def scalar_gm(self, rec: ScalarGm) -> None:
+        """A GlobalTensor GetValue/SetValue through the core's data cache."""
         p, store = self.prof, rec.store
         self.cnt["scalar_gm_store" if store else "scalar_gm_load"] += 1
         hit = self.core.dcache.access(rec.addr, rec.nbytes)
@@ -202,6 +204,7 @@ class ScalarUnit:
     # ---------------------------------------------------------------- records it hands to a pipe
 
     def no_vec_cost(self, rec: VecOp):
+        """The diagnostic for a VecOp the profile gives no cost."""
         return self.fail(f"VecOp {rec.op!r} / {rec.dtype!r} has no cost in profile {self.prof.name} "
                          f"(ops: {', '.join(self.prof.vec_width)}; dtypes fp32, fp16)")
 

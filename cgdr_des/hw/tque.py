@@ -123,6 +123,7 @@ class UnifiedBuffer:
         self.queues: dict[str, TQue] = {}
 
     def init_buffer(self, name: str, position: str, num: int, nbytes: int) -> TQue:
+        """InitBuffer: carve ``num`` buffers of ``nbytes`` (aligned) at the next free UB offset."""
         if name in self.queues:
             raise HwFault(f"InitBuffer: '{name}' initialised twice")
         if position not in POSITIONS:
@@ -146,6 +147,7 @@ class UnifiedBuffer:
         return q
 
     def queue(self, name: str) -> TQue:
+        """The TQue/TBuf initialised as ``name``."""
         q = self.queues.get(name)
         if q is None:
             raise HwFault(f"TQue '{name}' used before InitBuffer")

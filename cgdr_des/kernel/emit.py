@@ -110,6 +110,7 @@ def gm_load(addr: int, nbytes: int) -> ScalarGm:
 
 
 def gm_store(addr: int, nbytes: int) -> ScalarGm:
+    """A GlobalTensor SetValue of ``nbytes`` at GM byte ``addr``."""
     rec = _NEW(ScalarGm)
     _SET_ADDR(rec, addr)
     _SET_NBYTES(rec, nbytes)
@@ -118,8 +119,10 @@ def gm_store(addr: int, nbytes: int) -> ScalarGm:
 
 
 def dma_in(nbytes: int, params: DataCopyParams, gm_addr: int, ub_addr: int) -> Dma:
+    """A DataCopy GM -> UB (MTE2)."""
     return Dma("GM2UB", nbytes, params, gm_addr, ub_addr)
 
 
 def dma_out(nbytes: int, params, gm_addr: int, ub_addr: int) -> Dma:
+    """A DataCopy UB -> GM (MTE3)."""
     return Dma("UB2GM", nbytes, params, gm_addr, ub_addr)

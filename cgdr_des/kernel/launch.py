@@ -31,10 +31,12 @@ NUMERICS = ("kernel", "exact", "off")
 
 
 def ceil_div(a: int, b: int) -> int:
+    """``ceil(a / b)`` in integers (the host's CeilDiv)."""
     return -(-a // b)
 
 
 def ceil_align(a: int, b: int) -> int:
+    """``a`` rounded up to a multiple of ``b`` (the host's CeilAlign)."""
     return ceil_div(a, b) * b
 
 
@@ -53,18 +55,22 @@ class Shape:
 
     @property
     def nv_per_nk(self) -> int:
+        """Value heads per key head (GQA group size; 1 when nv < nk)."""
         return self.nv // self.nk if self.nv >= self.nk else 1
 
     @property
     def align_k(self) -> int:  # alignK_
+        """dk rounded up to 16 elements (alignK_)."""
         return ceil_align(self.dk, 16)
 
     @property
     def state_stride_k(self) -> int:  # stateStrideK_ (sK)
+        """The state tile's row stride in elements: dk rounded up to 8 (stateStrideK_)."""
         return ceil_align(self.dk, 8)
 
     @property
     def ws_stride_v(self) -> int:  # stateWorkspaceStrideV_
+        """The state workspace's row stride in elements: dv rounded up to 8 (stateWorkspaceStrideV_)."""
         return ceil_align(self.dv, 8)
 
 

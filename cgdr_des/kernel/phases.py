@@ -195,6 +195,7 @@ def dot_fp32_records(core, lhs: int, rhs: int, out: list) -> None:
 
 
 def check_dot_limit(core) -> None:
+    """DotFp32 reduces dk products in place: a dk beyond its limit is a diagnostic, not a run."""
     if core.shape.dk > cm.DOT_INPLACE_LIMIT:
         raise KernelDiagnostic(
             f"DotFp32 count dk={core.shape.dk} exceeds its in-place limit of {cm.DOT_INPLACE_LIMIT}: "
