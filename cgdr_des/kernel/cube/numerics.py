@@ -183,7 +183,7 @@ def compute_outputs(launch) -> None:
     ``launch.final_state`` and the fp32 workspace state, as the Cube-era kernel computes them."""
     if launch.numerics == "off":
         return
-    sh, t, w = launch.shape, launch.tiling, launch.wide
+    sh, t = launch.shape, launch.tiling
     p = Precision(launch.ft)
     starts = np.cumsum(launch.lengths) - launch.lengths
     for b, (seq0, n) in enumerate(zip(starts.tolist(), launch.lengths.tolist(), strict=True)):
