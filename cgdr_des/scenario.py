@@ -156,6 +156,16 @@ class Kernel(_Section):
 
     buffer_num: Literal[1, 2] = 1
     policy: PolicyName = "greedy"
+    #: which program runs: the vector-only kernel (!1108), the Cube-era kernel (!1174,
+    #: docs/kernel-cube.md), or the Cube-era kernel before !1174 (no M_V / V_M around the L0C drains)
+    kernel_version: Literal["vector", "cube", "cube-pre1174"] = "vector"
+
+    @model_validator(mode="after")
+    def _cube_variant(self):
+        if self.kernel_version != "vector" and self.buffer_num != 1:
+            raise ValueError(f"buffer_num {self.buffer_num} with kernel_version {self.kernel_version!r}: "
+                             "the Cube-era kernel has BUFFER_NUM = 1 only")
+        return self
 
 
 class Sim(_Section):
@@ -262,6 +272,8 @@ class Scenario(_Section):
         dict loads again with ``Scenario.from_dict`` and describes exactly the simulated launch.
         """
         d = self.model_dump(mode="json", exclude={"study"})  # a study samples many launches; not this one's
+        if d["kernel"].get("kernel_version") == "vector":  # the default: every earlier hash stays valid
+            del d["kernel"]["kernel_version"]
         d["shape"]["scale_value"] = self.shape.resolved_scale()
         lengths = self.lengths()
         d["workload"] = {"lengths": lengths.tolist(), "batch": int(lengths.size),
@@ -341,12 +353,28 @@ def validate_tiling(sc: Scenario):
         profile = load_profile(sc.profile_ref(), dict(sc.hardware.overrides) or None)
     lengths = sc.lengths()
     s = sc.shape
+    if sc.kernel.kernel_version != "vector":
+        return _validate_cube_tiling(sc, profile, lengths)
     with _prefixed("tiling"):
         tiling = compute_tiling(t=int(lengths.sum()), hqk=s.nk, dk=s.dk, hv=s.nv, dv=s.dv,
                                 batch=int(lengths.size), ub_size=profile_ub_bytes(profile),
                                 aiv_num=profile_core_count(profile), has_gamma=s.has_gamma,
                                 buffer_num=sc.kernel.buffer_num)
         static_diagnostics(tiling)
+    _check_cores(sc, tiling.block_dim)
+    return tiling
+
+
+def _validate_cube_tiling(sc: Scenario, profile, lengths):
+    """The Cube-era host tiling (kernel_version cube / cube-pre1174) at load."""
+    from cgdr_des.kernel.cube.tiling import compute_cube_tiling
+
+    s = sc.shape
+    with _prefixed("tiling"):
+        tiling = compute_cube_tiling(t=int(lengths.sum()), hqk=s.nk, dk=s.dk, hv=s.nv, dv=s.dv,
+                                     batch=int(lengths.size), ub_size=profile_ub_bytes(profile),
+                                     aiv_num=profile_core_count(profile), has_gamma=s.has_gamma,
+                                     kernel_version=sc.kernel.kernel_version)
     _check_cores(sc, tiling.block_dim)
     return tiling
 

@@ -17,8 +17,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cgdr_des.errors import KernelDiagnostic
 from cgdr_des.kernel.cube import tiling as ct
 from cgdr_des.kernel.tiling import CHUNK_SIZE
+from cgdr_des.numerics.finite import first_nonfinite
 from cgdr_des.numerics.scalar_exp import scalar_exp_array
 
 DIAG_BLOCK = 16  # DiagonalBlock's size (.h:531-567)
@@ -213,3 +215,16 @@ def _run_item(launch, p: Precision, b: int, h: int, seq0: int, n: int, v_i: int,
         if c1 < seq0 + n:
             launch.workspace[b, h, :, v_i:v_i + cv] = s
     launch.final_state[b, h, v_i:v_i + cv, :] = s.T
+
+
+def check_finite(launch, scenario=None) -> dict[str, str]:
+    """A KernelDiagnostic naming the first inf/NaN of out or final_state (``{"nonfinite": ...}`` for
+    the run's meta when the scenario keeps going); ``{}`` when every output is finite."""
+    for name in ("out", "final_state"):
+        where = first_nonfinite(getattr(launch, name))
+        if where is not None:
+            text = f"non-finite output: first at {name}{list(where)} (Cube-era kernel)"
+            if getattr(getattr(scenario, "sim", None), "nonfinite", "error") == "keep":
+                return {"nonfinite": text}
+            raise KernelDiagnostic(f"{text}; check scale_value, beta and the inputs' range")
+    return {}
