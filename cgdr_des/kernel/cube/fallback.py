@@ -140,3 +140,12 @@ def state_update_vector(core, ch, v_i: int, cv: int, out: list) -> None:
 
     loop(core, out, ch.L, one_token, gm=lambda i: tuple((a, 2, False) for a in k_row(i)),
          exp=lambda i: ((exps[i].alu, exps[i].div),))
+
+
+def update_and_write_state(core, ch, v_i: int, cv: int, out: list) -> None:
+    """UpdateAndWriteState on the vector path: the update, then the state's write-out (shared with
+    the Cube path)."""
+    from cgdr_des.kernel.cube.vtile import write_state
+
+    state_update_vector(core, ch, v_i, cv, out)
+    write_state(core, ch, v_i, cv, out)

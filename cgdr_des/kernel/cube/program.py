@@ -71,8 +71,7 @@ TILE_STEPS = (
     ("fast", PhaseInfo("C8e_StateUpdateCube", "UpdateAndWriteState -> ComputeStateUpdateCube<D,D>", ":2114-2358",
                        _t(vt.state_update_cube))),
     ("!fast", PhaseInfo("C8e_StateUpdate", "UpdateAndWriteState (vector, ScalarExp)", ":2305-2358",
-                        _t(lambda core, ch, v_i, cv, out: (fb.state_update_vector(core, ch, v_i, cv, out),
-                                                           vt.write_state(core, ch, v_i, cv, out))))),
+                        _t(fb.update_and_write_state))),
 )
 #: every label a Cube-era program's Tags carry
 PHASES = (PhaseInfo("Init", "Init", ":105-114"), PhaseInfo("Process", "ComputeAvgload, Process", ":217-256"),
