@@ -14,6 +14,7 @@ import numpy as np
 from cgdr_des.kernel.cube import blocks as bk
 from cgdr_des.kernel.cube.numerics import g_prefix_scan
 from cgdr_des.kernel.cube.phases import scale_k_beta_rows
+from cgdr_des.kernel.cube.vtile import write_state
 from cgdr_des.kernel.emit import ALU, PB_V, UB_LOAD, UB_STORE, V_S, gm_load, loop, scalar, scalar_exp_call, vec
 from cgdr_des.kernel.tiling import CHUNK_SIZE as CS
 
@@ -145,7 +146,5 @@ def state_update_vector(core, ch, v_i: int, cv: int, out: list) -> None:
 def update_and_write_state(core, ch, v_i: int, cv: int, out: list) -> None:
     """UpdateAndWriteState on the vector path: the update, then the state's write-out (shared with
     the Cube path)."""
-    from cgdr_des.kernel.cube.vtile import write_state
-
     state_update_vector(core, ch, v_i, cv, out)
     write_state(core, ch, v_i, cv, out)
