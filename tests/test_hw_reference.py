@@ -14,7 +14,11 @@ The machine computes times lazily on per-automaton clocks; the reference below w
   its flag is not yet consumed is what ``flag_double_set`` decides: ``counter`` lets it be, ``stall``
   holds the scalar unit at its SetFlag until the previous set is consumed, ``diagnostic`` makes the
   program illegal (the reference runs it as ``counter`` and checks every pair of consecutive sets
-  of a flag afterwards: set k+1 firing before set k is consumed; the machine must then refuse it).
+  of a flag afterwards: set k+1 firing before set k is consumed; the machine must then refuse it),
+  ``lost`` is the one-bit flag: a set that fires while the bit is 1 (after the previous set fired and
+  before the cycle its wait clears the bit) is lost, and a wait that can then never be satisfied
+  leaves the program deadlocked -- the reference notices that nothing is left to happen, the machine
+  must report the deadlock.
 
 Random programs (hypothesis) mix scalar work, vector ops, barriers, S->V and V->S flag pairs and
 PipeBarrier<ALL>; every row (pipe, op, start, end) must agree.
@@ -42,10 +46,11 @@ class Reference:
     def __init__(self, p) -> None:
         self.p = p
         self.illegal = False     # a double set, under flag_double_set = "diagnostic"
+        self.deadlocked = False  # nothing left to happen with work left (``lost`` sets)
 
     def run(self, program):
         p, recs = self.p, list(program)
-        self.rows, self.flags, self.history = [], {}, {}
+        self.rows, self.flags, self.history, self.deadlocked = [], {}, {}, False
         self.vq, self.v_free, self.v_done = [], p.kernel_launch_cycles, p.kernel_launch_cycles
         self.v_head, self.v_arrival = 0, None
         pc, s_free, s_state, s_arrival = 0, p.kernel_launch_cycles, "start", None
@@ -62,6 +67,9 @@ class Reference:
                 self.illegal = p.flag_double_set == "diagnostic" and self._double_set()
                 return sorted(self.rows)
             t = self._next_time(t, s_free)
+            if t is None:
+                self.deadlocked = True
+                return sorted(self.rows)
         raise AssertionError("reference did not finish")
 
     # ------------------------------------------------------------- scalar unit
@@ -154,6 +162,9 @@ class Reference:
             return False
         fires.popleft()
         next(pair for pair in self.history[key] if pair[1] is None)[1] = t
+        while self.p.flag_double_set == "lost" and fires and fires[0] < t:
+            fires.popleft()             # fired while the bit was still 1: lost
+            self.history[key].remove(next(pair for pair in self.history[key] if pair[1] is None))
         return True
 
     def _double_set(self) -> bool:
@@ -167,7 +178,13 @@ class Reference:
         cands += [e["deq"] for e in self.vq if e["deq"] is not None]
         cands += [x for fires in self.flags.values() for x in fires]
         later = [c for c in cands if c > t]
-        return min(later) if later else t + 1
+        if later:
+            return min(later)
+        return None if self._stuck(t, s_free) else t + 1
+
+    def _stuck(self, t, s_free) -> bool:
+        """Nothing is scheduled later and every party waits on a flag no pending set can satisfy."""
+        return s_free <= t and self.v_free <= t and not any(self.flags.values())
 
 
 # ----------------------------------------------------------------- random programs
@@ -192,7 +209,7 @@ programs = st.lists(block, min_size=1, max_size=40).map(lambda bs: [r for b in b
 knobs = st.fixed_dictionaries({
     "queue_depth": st.integers(1, 6), "flag_cycles": st.integers(1, 3), "vec_api_scalar_cycles": st.integers(0, 5),
     "scalar_dispatch_cycles": st.integers(1, 2),
-    "flag_double_set": st.sampled_from(["counter", "stall", "diagnostic"]),
+    "flag_double_set": st.sampled_from(["counter", "stall", "diagnostic", "lost"]),
 })
 
 
@@ -208,6 +225,10 @@ def test_machine_matches_the_cycle_driven_reference(program, overrides):
     ref = reference.run(program)
     if reference.illegal:
         with pytest.raises(KernelDiagnostic, match="while the flag is still set"):
+            machine(**overrides).run([program])
+        return
+    if reference.deadlocked:
+        with pytest.raises(KernelDiagnostic, match="deadlock"):
             machine(**overrides).run([program])
         return
     got, r = _machine_rows(program, overrides)
@@ -244,3 +265,22 @@ def test_each_policy_on_a_set_before_the_previous_one_is_consumed(policy):
         assert second_set[3] >= first_wait[3] - load_profile("atlas-300i-duo").flag_cycles
     else:
         assert second_set[3] < first_wait[3]
+
+
+def test_lost_policy_deadlocks_where_the_kernel_re_sets_a_flag_still_set():
+    """The one-bit flag: the second S_V set fires while V is still busy ahead of the first wait, so it
+    is lost and the second wait never returns -- the reference finds nothing left to happen and the
+    machine reports the deadlock, naming the lost set."""
+    prog = [VecOp("Exp", "fp32", 4096), SetFlag("S_V", 0), WaitFlag("S_V", 0), SetFlag("S_V", 0),
+            WaitFlag("S_V", 0)]
+    reference = Reference(load_profile("atlas-300i-duo", {"flag_double_set": "lost"}))
+    reference.run(prog)
+    assert reference.deadlocked
+    with pytest.raises(KernelDiagnostic, match=r"WaitFlag<S_V>\(0\) for a SetFlag that never comes \(1 set"):
+        machine(flag_double_set="lost").run([prog])
+    # the same program with the sets spaced out (the wait consumes before the re-set) finishes
+    spaced = [SetFlag("S_V", 0), WaitFlag("S_V", 0), VecOp("Exp", "fp32", 4096), PipeBarrier("ALL"),
+              SetFlag("S_V", 0), WaitFlag("S_V", 0)]
+    reference.run(spaced)
+    assert not reference.deadlocked
+    assert _machine_rows(spaced, {"flag_double_set": "lost"})[0] == reference.run(spaced)

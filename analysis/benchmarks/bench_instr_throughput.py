@@ -18,6 +18,9 @@ yardstick for "no SimPy event per instruction". Patterns (one core, synthetic, l
   ``instr`` simulation with numerics off does end to end).
 
 Each is timed with ops kept (default) and without (``keep_ops=False``); best of ``--repeat`` runs.
+``events/rec`` is how many SimPy events the machine scheduled per record (counted in one extra,
+untimed run): the cost of building the cores from SimPy processes is paid per blocking wait, and
+this column shows how often each pattern blocks.
 
 Usage: ``python analysis/benchmarks/bench_instr_throughput.py [--records 300000] [--repeat 3]``
 """
@@ -28,6 +31,7 @@ import argparse
 import time
 
 import simpy
+import simpy.core
 
 from cgdr_des.hw import Machine, load_profile
 from cgdr_des.isa import PipeBarrier, Scalar, SetFlag, Tag, VecOp, WaitFlag
@@ -105,6 +109,28 @@ def records_per_second(pattern: str, n_records: int, keep_ops: bool) -> tuple[fl
     return run.cores[0]["n_records"] / dt, run.makespan
 
 
+class _CountingEnvironment(simpy.Environment):
+    """An Environment that counts the events scheduled on it (for the events/rec column only)."""
+
+    scheduled = 0
+
+    def schedule(self, event, priority=simpy.core.NORMAL, delay=0):
+        _CountingEnvironment.scheduled += 1
+        super().schedule(event, priority, delay)
+
+
+def events_per_record(pattern: str, n_records: int) -> float:
+    make, overrides = PATTERNS[pattern]
+    machine = Machine(load_profile("atlas-300i-duo", overrides or None), keep_ops=False)
+    real, simpy.Environment = simpy.Environment, _CountingEnvironment
+    _CountingEnvironment.scheduled = 0
+    try:
+        run = machine.run([make(n_records)])
+    finally:
+        simpy.Environment = real
+    return _CountingEnvironment.scheduled / run.cores[0]["n_records"]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--records", type=int, default=300_000)
@@ -113,9 +139,11 @@ def main() -> None:
     bare = max(simpy_events_per_second(args.records) for _ in range(args.repeat))
     print(f"bare SimPy timeout loop: {bare:12,.0f} events/s")
     for pattern in PATTERNS:
+        per_rec = events_per_record(pattern, args.records)
         for keep_ops in (True, False):
             best = max(records_per_second(pattern, args.records, keep_ops)[0] for _ in range(args.repeat))
-            print(f"{pattern:13s} keep_ops={keep_ops!s:5s}: {best:12,.0f} records/s   ratio {best / bare:5.2f}")
+            print(f"{pattern:13s} keep_ops={keep_ops!s:5s}: {best:12,.0f} records/s   ratio {best / bare:5.2f}"
+                  f"   events/rec {per_rec:6.3f}")
 
 
 if __name__ == "__main__":

@@ -12,10 +12,10 @@ Public API::
 Modules: ``profile`` (hardware data, ``profiles/*.toml``), ``costs`` (per-record cost tables from
 the profile), ``rules`` (the timing rules, each one pure function, shared by the machine and the
 compute-run timer), ``records`` (spans, queue entries), ``machine`` (runs and results), ``core`` (one
-AIV and how its automata are scheduled), ``scalar`` / ``pipes`` (the automata), ``flags`` (flags,
-event ids), ``tque`` (UB, TQue/TBuf), ``dma`` (DataCopy checks), ``dcache`` (scalar data cache),
-``gm`` (shared GM bandwidth), ``phase`` (Macro compilation), ``compute_run`` / ``compute_state``
-(the one-pass compute-run timer), ``diagnostics``.
+AIV: its SimPy processes and resources), ``scalar`` / ``pipes`` (the processes), ``queues`` (the
+pipes' issue queues), ``flags`` (flags, event ids), ``tque`` (UB, TQue/TBuf), ``dma`` (DataCopy
+checks), ``dcache`` (scalar data cache), ``gm`` (shared GM bandwidth), ``phase`` (Macro
+compilation), ``compute_run`` / ``compute_state`` (the one-pass compute-run timer), ``diagnostics``.
 """
 
 from cgdr_des.hw.machine import CORE_KEYS, OP_COLUMNS, SPAN_COLUMNS, Machine, MachineRun

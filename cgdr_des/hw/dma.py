@@ -45,18 +45,26 @@ def _is_int(v) -> bool:
     return type(v) is int or (isinstance(v, int) and not isinstance(v, bool))
 
 
-def check_dma(rec: Dma, ub_bytes: int) -> None:
-    """Raise HwFault when a DataCopy would not do on hardware what the record says."""
+#: DataCopy directions: GM -> UB (MTE2), UB -> GM (MTE3), GM -> L1 (MTE2; the Cube era's Nd2Nz loads)
+DIRECTIONS = ("GM2UB", "UB2GM", "GM2L1")
+
+
+def check_dma(rec: Dma, ub_bytes: int, l1_bytes: int = 0) -> None:
+    """Raise HwFault when a DataCopy would not do on hardware what the record says. ``ub_addr`` is
+    the local address: in UB, or (GM2L1) in L1 of ``l1_bytes``."""
     hit = _PASSED_RECS.get(id(rec))
     if hit is not None and hit[0] is rec and hit[1] == ub_bytes:
         return
-    if rec.direction not in ("GM2UB", "UB2GM"):
-        raise HwFault(f"Dma direction {rec.direction!r} not one of GM2UB, UB2GM")
+    if rec.direction not in DIRECTIONS:
+        raise HwFault(f"Dma direction {rec.direction!r} not one of {', '.join(DIRECTIONS)}")
     params = rec.params
     if _PASSED_PARAMS.get(id(params)) is not params:
-        _check_params(params)
+        _check_nd2nz(params) if rec.direction == "GM2L1" else _check_params(params)
         _remember(_PASSED_PARAMS, params, params)
-    _check_fields(rec, ub_bytes)
+    if rec.direction == "GM2L1":
+        _check_fields(rec, l1_bytes, "L1")
+    else:
+        _check_fields(rec, ub_bytes)
     _remember(_PASSED_RECS, rec, (rec, ub_bytes))
 
 
@@ -73,14 +81,27 @@ def _check_params(params) -> None:
                           "field would truncate")
 
 
-def _check_fields(rec: Dma, ub_bytes: int) -> None:
+def _check_nd2nz(params) -> None:
+    """A GM -> L1 copy's Nd2NzParams: every field is a uint16_t in AscendC (ndNum, nValue, dValue,
+    the strides), so each must fit one."""
+    fields = getattr(params, "__dataclass_fields__", None)
+    if not fields:
+        raise HwFault(f"GM2L1 Dma params {type(params).__name__} is not an Nd2NzParams record")
+    for field in fields:
+        v = getattr(params, field)
+        if not _is_int(v) or not 0 <= v <= UINT16:
+            raise HwFault(f"{type(params).__name__}.{field} = {v!r} is outside [0, {UINT16}] (uint16 range): "
+                          "the hardware field would truncate")
+
+
+def _check_fields(rec: Dma, ub_bytes: int, memory: str = "UB") -> None:
     if not _is_int(rec.repeat) or rec.repeat < 1:
         raise HwFault(f"Dma repeat = {rec.repeat!r}, must be an integer >= 1")
     if not _is_int(rec.nbytes) or rec.nbytes < 0:
         raise HwFault(f"Dma nbytes = {rec.nbytes!r}, must be an integer >= 0")
     if not _is_int(rec.ub_addr) or rec.ub_addr < 0 or rec.ub_addr + rec.nbytes > ub_bytes:
-        raise HwFault(f"Dma UB range [{rec.ub_addr}, {rec.ub_addr}+{rec.nbytes}) is outside the "
-                      f"{ub_bytes}-byte UB")
+        raise HwFault(f"Dma {memory} range [{rec.ub_addr}, {rec.ub_addr}+{rec.nbytes}) is outside the "
+                      f"{ub_bytes}-byte {memory}")
     if not _is_int(rec.gm_addr) or rec.gm_addr < 0:
         raise HwFault(f"Dma gm_addr = {rec.gm_addr!r}, must be an integer >= 0")
 
@@ -90,7 +111,7 @@ def dma_numbers(profile: Profile, rec: Dma) -> tuple[bool, int, float]:
     hit = _NUMBERS.get(id(rec))
     if hit is not None and hit[0] is rec and hit[1] is profile:
         return hit[2]
-    read = rec.direction == "GM2UB"
+    read = rec.direction != "UB2GM"
     out = read, dma_first_byte_cycles(profile, read), dma_rate_cap(profile, read, rec.gm_addr)
     _remember(_NUMBERS, rec, (rec, profile, out))
     return out

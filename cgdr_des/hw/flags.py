@@ -12,34 +12,81 @@ A second SetFlag while the flag is still set (its time earlier than the consumpt
 set) is illegal on hardware (CCE set_flag doc). The profile's ``flag_double_set`` decides what the
 machine does: ``diagnostic`` (default) reports it; ``counter`` lets every set be consumed by its own
 wait; ``stall`` is ``counter`` plus the scalar unit stalling on a SetFlag it executes until the previous
-set of that flag has been consumed.
+set of that flag has been consumed; ``lost`` is the bare one-bit flag: the second set finds the bit
+already 1 and is lost, so a later WaitFlag may wait for a set that never comes (a deadlock the machine
+reports). Whether a set is lost is known only once the previous set's consumption cycle is: it is
+decided then (:func:`drop_lost`) or, with nothing pending, when the set is recorded.
 
-Event ids (docs/hardware.md row 24): a per-HardEvent occupancy mask of ``n_ids`` bits. ``alloc`` takes the
-lowest free id and marks it; ``fetch`` returns the lowest free id without marking; ``release`` clears.
+Waiting is on SimPy events: a WaitFlag that finds no set recorded waits on ``Flag.waiter`` (triggered
+by the next set), and under ``stall`` a SetFlag on S that finds a set pending waits on
+``Flag.set_waiter`` (triggered by the consumption).
+
+Event ids (docs/hardware.md row 24): per HardEvent a SimPy ``PriorityStore`` holding the ``n_ids`` free
+ids. ``alloc`` (AllocEventID) gets the lowest free id out of it; ``fetch`` (FetchEventID) reads the
+lowest without taking it; ``release`` (ReleaseEventID) puts it back. The scalar unit is the only one to
+take and return ids, in program order, so an empty store is not something to wait for -- nothing
+could ever refill it -- and is reported at once ("event ids exhausted").
 """
 
 from __future__ import annotations
 
 from collections import deque
 
+from simpy import PriorityStore
+
 from cgdr_des.hw.diagnostics import HwFault
 from cgdr_des.isa import HARD_EVENTS
+
+#: the policies that look at every set against the previous one's consumption
+CHECKED_POLICIES = ("diagnostic", "lost")
 
 
 class Flag:
     """One hardware flag's timeline. Times are integer cycles."""
 
-    __slots__ = ("event", "id", "sets", "last_consume", "waiter", "set_waiter")
+    __slots__ = ("event", "id", "sets", "last_consume", "waiter", "set_waiter", "lost")
 
     def __init__(self, event: str, eid: int) -> None:
         self.event, self.id = event, eid
         self.sets: deque[int] = deque()   # fire cycles of sets not yet consumed, in order
         self.last_consume = -1             # cycle the previous set was consumed
-        self.waiter = None                 # the automaton blocked until a set is recorded
-        self.set_waiter = None             # ``stall`` policy: the scalar unit waiting for a consume
+        self.waiter = None                 # event a WaitFlag waits on until a set is recorded
+        self.set_waiter = None             # ``stall`` policy: event the scalar unit's SetFlag waits on
+        self.lost = 0                      # ``lost`` policy: sets that found the flag still set
+
+    def wait_set(self, env):
+        """The event a WaitFlag waits on while no set is recorded (triggered by :meth:`wake`)."""
+        self.waiter = env.event()
+        return self.waiter
+
+    def wait_consumed(self, env):
+        """The event a SetFlag under ``stall`` waits on while a set is pending."""
+        self.set_waiter = env.event()
+        return self.set_waiter
+
+    def wake(self) -> None:
+        """A set was recorded: release the WaitFlag waiting for one, if any."""
+        if self.waiter is not None:
+            self.waiter.succeed()
+            self.waiter = None
+
+    def wake_setter(self) -> None:
+        """A set was consumed: release the SetFlag waiting under ``stall``, if any."""
+        if self.set_waiter is not None:
+            self.set_waiter.succeed()
+            self.set_waiter = None
 
     def __repr__(self) -> str:
         return f"Flag({self.event}({self.id}), pending sets={list(self.sets)})"
+
+
+def drop_lost(flag: Flag, consume: int) -> None:
+    """``lost`` policy: the set just consumed at ``consume`` kept the bit at 1 until then, so every
+    pending set that fired before is lost."""
+    sets = flag.sets
+    while sets and sets[0] < consume:
+        sets.popleft()
+        flag.lost += 1
 
 
 def double_set_message(flag: Flag, t_set: int, t_consume: int) -> str:
@@ -67,34 +114,38 @@ class FlagTable:
 
 
 class EventIdPool:
-    """TPipe's per-HardEvent event-id masks of one core."""
+    """TPipe's event ids of one core: one SimPy PriorityStore of free ids per HardEvent."""
 
-    def __init__(self, n_ids: int) -> None:
+    def __init__(self, env, n_ids: int) -> None:
         self.n_ids = n_ids
-        self.mask = dict.fromkeys(HARD_EVENTS, 0)
+        self.free = {}
+        for ev in HARD_EVENTS:
+            store = self.free[ev] = PriorityStore(env, capacity=n_ids)
+            store.items = list(range(n_ids))        # already a heap: every id free at launch
 
-    def _lowest_free(self, event: str, what: str) -> int:
-        if event not in self.mask:
+    def _store(self, event: str, what: str) -> PriorityStore:
+        store = self.free.get(event)
+        if store is None:
             raise HwFault(f"unknown HardEvent {event!r}; allowed: {', '.join(HARD_EVENTS)}")
-        m = self.mask[event]
-        for i in range(self.n_ids):
-            if not m >> i & 1:
-                return i
-        raise HwFault(f"event ids exhausted: {what}<{event}> with all {self.n_ids} ids "
-                      f"0..{self.n_ids - 1} allocated and not released")
+        if not store.items:
+            raise HwFault(f"event ids exhausted: {what}<{event}> with all {self.n_ids} ids "
+                          f"0..{self.n_ids - 1} allocated and not released")
+        return store
 
     def alloc(self, event: str) -> int:
-        i = self._lowest_free(event, "AllocEventID")
-        self.mask[event] |= 1 << i
-        return i
+        """AllocEventID: take the lowest free id."""
+        return self._store(event, "AllocEventID").get().value
 
     def fetch(self, event: str) -> int:
-        return self._lowest_free(event, "FetchEventID")
+        """FetchEventID: the lowest free id, left free."""
+        return self._store(event, "FetchEventID").items[0]
 
     def release(self, event: str, eid: int) -> None:
-        """Clear the id's bit. Releasing a free id is harmless on hardware, so it is allowed."""
-        if event not in self.mask:
+        """Return the id. Releasing a free id is harmless on hardware, so it is allowed."""
+        store = self.free.get(event)
+        if store is None:
             raise HwFault(f"unknown HardEvent {event!r}; allowed: {', '.join(HARD_EVENTS)}")
         if eid is None or not 0 <= eid < self.n_ids:
             raise HwFault(f"ReleaseEventID<{event}>({eid}): id outside 0..{self.n_ids - 1}")
-        self.mask[event] &= ~(1 << eid)
+        if eid not in store.items:
+            store.put(eid)

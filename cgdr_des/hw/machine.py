@@ -9,7 +9,7 @@ Usage::
 Lifecycle of a run: every core's scalar unit starts at ``kernel_launch_cycles``; cores run
 concurrently and meet only in the shared GM bandwidth. The run ends when SimPy has nothing left to
 do; a core that still has work then is deadlocked and reported (KernelDiagnostic naming every
-blocked automaton). Any other diagnostic (UB over-allocation, event ids exhausted, ...) stops the
+blocked process). Any other diagnostic (UB over-allocation, event ids exhausted, ...) stops the
 run where it happens. Same programs and profile -> identical results.
 
 ``keep_ops=False`` skips the per-instruction rows (``ops`` is empty); spans, cores and counts are
@@ -55,7 +55,7 @@ class MachineRun:
     blocked time shows) to when the pipe moves on, a SetFlag from its arrival to when it fires.
     ``elements`` is the element count (Scalar: its count; SetFlag/WaitFlag: the event id),
     ``bytes`` the DMA or ScalarGm bytes. Labels come from the core's last Tag ("" and -1 before
-    any). Rows are grouped by the automaton that produced them, each in start order.
+    any). Rows are grouped by the process (pipe) that produced them, each in start order.
 
     ``span_columns`` (and, as tuples, ``spans``): one entry per Tag segment per core that has ops
     (:data:`SPAN_COLUMNS`, one numpy column each): start = min
@@ -90,9 +90,12 @@ class MachineRun:
 class Machine:
     """A chip described by ``profile`` (a :class:`Profile` or a profile name / path)."""
 
-    def __init__(self, profile: Profile | str = "atlas-300i-duo", *, keep_ops: bool = True) -> None:
+    def __init__(self, profile: Profile | str = "atlas-300i-duo", *, keep_ops: bool = True,
+                 fixed_costs=None) -> None:
         self.profile = profile if isinstance(profile, Profile) else load_profile(profile)
         self.keep_ops = keep_ops
+        #: ``(profile, record) -> (issue, latency)`` of Cube-side records (default: hw.cube_costs)
+        self.fixed_costs = fixed_costs
         self._vec = vec_params(self.profile)
         self._scalar = scalar_kind_cycles(self.profile)
 
@@ -110,11 +113,12 @@ class Machine:
         bus = GmBus(env, self.profile.gm_bytes_per_cycle)
         rows: list[tuple] = []
         cores = [Core(i, iter(p), profile=self.profile, env=env, bus=bus, rows=rows, keep_ops=self.keep_ops,
-                      vec_params=self._vec, scalar_costs=self._scalar, dcache=dcaches[i] if dcaches else None)
+                      vec_params=self._vec, scalar_costs=self._scalar, dcache=dcaches[i] if dcaches else None,
+                      fixed_costs=self.fixed_costs)
                  for i, p in enumerate(programs)]
         errors: list[BaseException] = []
         for core in cores:
-            env.process(core.process(errors))
+            core.start(errors)
         try:
             _run_until_error(env, errors)
             if errors:
@@ -122,10 +126,13 @@ class Machine:
             stuck = [c for c in cores if not c.finished]
             if stuck:
                 raise _deadlock(stuck)
+            hazards = [f"core {c.cid}: {h}" for c in cores for h in c.buffers.hazards()]
+            if hazards:
+                raise KernelDiagnostic("\n".join(hazards))
         finally:
             for core in cores:
                 core.release()
-        stats = [c.stats() for c in cores]
+        stats = _with_all_keys([c.stats() for c in cores])
         return MachineRun(ops=rows, span_columns=_span_columns(cores), cores=stats,
                           counts=[c.counter() for c in cores], makespan=max(s["finish"] for s in stats),
                           gm_bytes_read=sum(c.gm_read for c in cores),
@@ -153,6 +160,13 @@ def _span_columns(cores: list[Core]) -> dict:
     return {name: np.concatenate(parts) if parts else np.zeros(0, np.int64) for name, parts in cols.items()}
 
 
+def _with_all_keys(stats: list[dict]) -> list[dict]:
+    """Every core's stats with the same keys: a core whose Cube-era program never reached M or MTE1
+    reports them as 0 when another core did."""
+    keys = dict.fromkeys(k for s in stats for k in s)
+    return [s if len(s) == len(keys) else {k: s.get(k, 0) for k in keys} for s in stats]
+
+
 def _run_until_error(env: simpy.Environment, errors: list) -> None:
     """Step the environment until nothing is scheduled or a core reported an exception."""
     gc_was_enabled = gc.isenabled()
@@ -169,6 +183,7 @@ def _run_until_error(env: simpy.Environment, errors: list) -> None:
 
 def _deadlock(stuck: list[Core]) -> KernelDiagnostic:
     lines = [line for c in stuck for line in c.blocked()]
+    lines.sort(key=lambda line: "were lost" not in line)    # the cause first: a wait on a lost set
     first = (f"deadlock: the program stopped with work left on core(s) {', '.join(str(c.cid) for c in stuck)}"
-             f": {lines[0] if lines else 'no automaton reports a block'}")
+             f": {lines[0] if lines else 'no process reports a block'}")
     return KernelDiagnostic("\n".join([first, *lines[1:]]))

@@ -1,10 +1,12 @@
-"""The V, MTE2 and MTE3 pipes of one core: in-order queues drained on the pipe's own clock.
+"""The V, MTE2 and MTE3 pipes of one core: SimPy processes draining in-order queues on their own clocks.
 
-Each pipe is a generator (an *automaton*, see :mod:`cgdr_des.hw.core`) that takes entries
-(:class:`~cgdr_des.hw.records.Entry`) from its queue in order, gives each a start and an end in
-cycles by the rules of :mod:`cgdr_des.hw.rules`, and yields only when it cannot go on: the queue is
-empty, the head is a WaitFlag whose flag has no set recorded yet, or (MTE) a DMA's data has not
-finished moving. An entry starts at its :func:`~cgdr_des.hw.rules.arrival`; then
+Each pipe is a SimPy process (see :mod:`cgdr_des.hw.core`) that takes entries
+(:class:`~cgdr_des.hw.records.Entry`) from its :class:`~cgdr_des.hw.queues.IssueQueue` in order, gives
+each a start and an end in cycles by the rules of :mod:`cgdr_des.hw.rules`, and yields a SimPy event
+only when it cannot go on: the queue is empty (:meth:`~cgdr_des.hw.queues.IssueQueue.get`), the head is
+a WaitFlag whose flag has no set recorded yet (:meth:`~cgdr_des.hw.flags.Flag.wait_set`), or (MTE) a
+DMA's data has not finished moving (the transfer's completion event, triggered by the GM bus). An
+entry starts at its :func:`~cgdr_des.hw.rules.arrival`; then
 
 - ``VEC``: :func:`~cgdr_des.hw.rules.vec_op` (pipelined: free again when the issue ends);
 - ``BAR`` (PipeBarrier<X>): :func:`~cgdr_des.hw.rules.barrier` (held until every earlier
@@ -18,7 +20,9 @@ finished moving. An entry starts at its :func:`~cgdr_des.hw.rules.arrival`; then
   never overlap (a DataCopy occupies its MTE until done).
 
 An entry leaves the queue (freeing a slot for the scalar unit) when it starts; a WAIT or BAR when the
-pipe passes it. That cycle goes into ``ring[k % depth]`` for the scalar unit's full-queue stall.
+pipe passes it. That cycle goes into the queue's ring for the scalar unit's full-queue stall
+(:meth:`~cgdr_des.hw.queues.IssueQueue.took`). A pipe with nothing queued and nothing in flight is
+*drained*; a PipeBarrier<ALL> on the scalar unit waits for :meth:`PipeState.when_drained`.
 
 Accounting: ``busy`` is the union of work intervals (:func:`~cgdr_des.hw.rules.cover`: a VEC's
 [start, end), a DMA's [start, end), the ``flag_cycles`` of a SET or WAIT), ``stall`` the cycles spent
@@ -27,51 +31,55 @@ blocked on WaitFlags and barriers.
 
 from __future__ import annotations
 
-from collections import deque
-
 from cgdr_des.hw.diagnostics import at
-from cgdr_des.hw.flags import double_set_message
-from cgdr_des.hw.records import BAR, DMA, MAC, VEC, WAIT, Entry
-from cgdr_des.hw.rules import arrival, barrier, flag_set, flag_wait, set_while_set, vec_op
+from cgdr_des.hw.flags import CHECKED_POLICIES, double_set_message, drop_lost
+from cgdr_des.hw.hazards import Timed
+from cgdr_des.hw.queues import IssueQueue
+from cgdr_des.hw.records import BAR, DMA, FIXED, MAC, VEC, WAIT, Entry
+from cgdr_des.hw.rules import arrival, barrier, fixed_op, flag_set, flag_wait, set_while_set, vec_op
 from cgdr_des.isa import HARD_EVENTS
 
 
 class PipeState:
-    """What other automata may read of one pipe. Written back by the pipe whenever it yields."""
+    """What other processes may read of one pipe: its queue, clocks and totals (cycles). Written
+    back by the pipe whenever it yields."""
 
-    __slots__ = ("name", "q", "ring", "n_push", "n_deq", "free", "done", "busy", "stall", "idle",
-                 "s_waiting", "drain_waiting", "outstanding", "head", "gen", "on_done", "first")
+    __slots__ = ("name", "q", "n_deq", "free", "done", "busy", "stall", "outstanding", "head", "first",
+                 "drain_ev")
 
-    def __init__(self, name: str, depth: int, t0: int) -> None:
+    def __init__(self, env, name: str, depth: int, t0: int) -> None:
         self.name = name
-        self.q: deque[Entry] = deque()
-        self.ring = [t0] * depth       # dequeue cycle of entry k at ring[k % depth]
-        self.n_push = 0                # entries handed over by the scalar unit
+        self.q = IssueQueue(env, depth, t0)
         self.n_deq = 0                 # entries that have left the queue
         self.free = t0                 # cycle the pipe may start its next instruction
         self.done = t0                 # latest end of anything the pipe has executed
         self.busy = 0
         self.stall = 0
-        self.idle = True               # queue empty and waiting for the scalar unit
-        self.s_waiting = False         # the scalar unit waits for a free slot
-        self.drain_waiting = False     # the scalar unit waits in PipeBarrier<ALL>
         self.outstanding = 0           # DMAs whose data phase has not completed (MTE)
         self.head: Entry | None = None  # the entry the pipe is blocked on, for diagnostics
-        self.gen = None                # the pipe's automaton (generator)
-        self.on_done = None            # GM bus callback for this pipe's transfers (MTE)
         self.first = None              # start cycle of the pipe's first instruction (V only)
+        self.drain_ev = None           # event a PipeBarrier<ALL> waits on until the pipe drains
 
     @property
     def drained(self) -> bool:
-        return not self.q and not self.outstanding
+        return not self.q.items and not self.outstanding
 
+    def when_drained(self, env):
+        """The event PipeBarrier<ALL> waits on: triggered when the pipe next runs out of work."""
+        if self.drain_ev is None:
+            self.drain_ev = env.event()
+        return self.drain_ev
+
+
+#: the pipes of a coupled core's Cube side, started when a program first uses them (:func:`fixed_pipe`)
+FIXED_PIPES = ("MTE1", "M")
 
 SET_OP = {ev: "SetFlag:" + ev for ev in HARD_EVENTS}
 WAIT_OP = {ev: "WaitFlag:" + ev for ev in HARD_EVENTS}
 
 
 def vector_pipe(core, P: PipeState):
-    """The V pipe automaton: one pass of the inner loop per V instruction of the whole program, so
+    """The V pipe process: one pass of the inner loop per V instruction of the whole program, so
     its clock and totals live in locals (written back to ``P`` when it yields).
 
     Span bookkeeping is accumulated per span (``span``, ``span_end``, ``span_k``: ``nd`` when it
@@ -79,8 +87,10 @@ def vector_pipe(core, P: PipeState):
     its starts never decrease, so a span's first V start is its smallest."""
     prof = core.profile
     depth, f, keep, cid = prof.queue_depth, prof.flag_cycles, core.keep_ops, core.cid
-    diag_double = prof.flag_double_set == "diagnostic"
-    q, ring, popleft, rows_append = P.q, P.ring, P.q.popleft, core.rows.append
+    check = prof.flag_double_set in CHECKED_POLICIES
+    queue = P.q
+    q, ring, put_queue, rows_append = queue.items, queue.ring, queue.put_queue, core.rows.append
+    popleft = q.popleft
     free = done = cov = P.free
     nd = busy = stall = span_k = span_end = 0
     span = None
@@ -97,7 +107,11 @@ def vector_pipe(core, P: PipeState):
                 break
             else:
                 a = arrival(free, issued)
-                if code == MAC:   # a Macro's V part holds V for its span; busy/stall as timed alone
+                if code == FIXED:   # a Cube-era L0C drain or UB copy on V
+                    a, free, end, added, cov = fixed_op(free, issued, x[0], x[1], cov)
+                    busy += added
+                    deq, op, elements = a, _executed(core, e, "V", a, end), 0
+                elif code == MAC:   # a Macro's V part holds V for its span; busy/stall as timed alone
                     end = free = a + y
                     busy += getattr(rec, "v_busy", y)
                     stall += getattr(rec, "v_stall", 0)
@@ -108,17 +122,19 @@ def vector_pipe(core, P: PipeState):
                     stall += end - a
                     op, elements = "PipeBarrier:V", 0
                 elif code == WAIT:
-                    c, end, added, cov = _consume(x, a, diag_double, core, e, cov)
+                    c, end, added, cov = _consume(x, a, check, core, e, cov)
                     stall += c - a
                     busy += added
                     free = deq = end
                     op, elements = WAIT_OP[x.event], x.id
                 else:  # SET
                     free, end, added, cov = flag_set(a, done, f, cov)
-                    _record_set(x, end, diag_double, core, e)
+                    _record_set(x, end, check, core, e)
                     busy += added
                     deq, op, elements = a, SET_OP[x.event], x.id
             ring[nd % depth] = deq
+            if put_queue:       # the scalar unit waits for this slot (IssueQueue.took, inline)
+                queue._trigger_put(None)
             if keep:
                 rows_append(e_span.row(cid, "V", op, a, end, elements, 0))
             if end > done:
@@ -138,57 +154,60 @@ def vector_pipe(core, P: PipeState):
         if span is not None:
             span.add(span.start, span_end, nd - span_k)
             span = None
-        _before_yield(core, P)
-        yield
+        yield _wait_for_work(core, P)
 
 
-def _before_yield(core, P: PipeState) -> None:
-    """A pipe is about to yield for want of work: register as the head flag's waiter, or go idle
-    (waking a PipeBarrier<ALL>), and wake the scalar unit if it waits for a free slot."""
-    q = P.q
+def _wait_for_work(core, P: PipeState):
+    """The event a pipe that cannot go on waits for: the head WaitFlag's set, or (queue empty: the
+    pipe is drained, which releases a PipeBarrier<ALL>) the next hand-over."""
+    q = P.q.items
     if q:
         P.head = q[0]
-        P.head.a.waiter = P.gen
-    else:
-        P.idle, P.head = True, None
-        if P.drain_waiting:
-            P.drain_waiting = False
-            core.ready.append(core.s_gen)
-    if P.s_waiting:
-        P.s_waiting = False
-        core.ready.append(core.s_gen)
+        return P.head.a.wait_set(core.env)
+    P.head = None
+    if P.drain_ev is not None:
+        P.drain_ev.succeed()
+        P.drain_ev = None
+    return P.q.get()
 
 
-def _consume(fl, a: int, diag_double: bool, core, e: Entry, cov: int) -> tuple[int, int, int, int]:
+def _consume(fl, a: int, check: bool, core, e: Entry, cov: int) -> tuple[int, int, int, int]:
     """A WaitFlag arriving at cycle ``a`` consumes the flag's oldest set: ``(consume, free, busy
-    added, covered)`` (:func:`~cgdr_des.hw.rules.flag_wait`)."""
+    added, covered)`` (:func:`~cgdr_des.hw.rules.flag_wait`). ``check``: the policy reports or drops
+    a set that fired while this one was still pending."""
     sets = fl.sets
     c, free, added, cov = flag_wait(a, sets.popleft(), core.profile.flag_cycles, cov)
-    if diag_double and sets and set_while_set(sets[0], c):
-        raise at(core.cid, e.idx, e.span, double_set_message(fl, sets[0], c) + " (seen at this WaitFlag)")
+    if check and sets and set_while_set(sets[0], c):
+        if core.profile.flag_double_set == "lost":
+            drop_lost(fl, c)
+        else:
+            raise at(core.cid, e.idx, e.span, double_set_message(fl, sets[0], c) + " (seen at this WaitFlag)")
     fl.last_consume = c
     if fl.set_waiter is not None:
-        core.ready.append(fl.set_waiter)
-        fl.set_waiter = None
+        fl.wake_setter()
     return c, free, added, cov
 
 
-def _record_set(fl, fire: int, diag_double: bool, core, e: Entry) -> None:
-    """A SetFlag from a pipe fires at ``fire``: record it and wake the flag's waiter."""
-    if diag_double and not fl.sets and set_while_set(fire, fl.last_consume):
+def _record_set(fl, fire: int, check: bool, core, e: Entry) -> None:
+    """A SetFlag from a pipe fires at ``fire``: record it and wake the flag's waiter (unless the
+    policy reports it or, ``lost``, drops it: the previous set was consumed only after ``fire``)."""
+    if check and not fl.sets and set_while_set(fire, fl.last_consume):
+        if core.profile.flag_double_set == "lost":
+            fl.lost += 1
+            return
         raise at(core.cid, e.idx, e.span, double_set_message(fl, fire, fl.last_consume))
     fl.sets.append(fire)
     if fl.waiter is not None:
-        core.ready.append(fl.waiter)
-        fl.waiter = None
+        fl.wake()
 
 
 def mte_pipe(core, P: PipeState):
-    """An MTE2 or MTE3 automaton: DMAs, flags and barriers in order; a DMA waits on the GM bus."""
+    """An MTE2 or MTE3 process: DMAs, flags and barriers in order; a DMA waits on the GM bus."""
     prof = core.profile
-    depth, f, keep, cid, name = prof.queue_depth, prof.flag_cycles, core.keep_ops, core.cid, P.name
-    diag_double = prof.flag_double_set == "diagnostic"
-    q, ring, popleft, rows_append = P.q, P.ring, P.q.popleft, core.rows.append
+    f, keep, cid, name = prof.flag_cycles, core.keep_ops, core.cid, P.name
+    check = prof.flag_double_set in CHECKED_POLICIES
+    queue = P.q
+    q, popleft, rows_append = queue.items, queue.items.popleft, core.rows.append
     bar_op = "PipeBarrier:" + name
     while True:
         while q:
@@ -198,13 +217,12 @@ def mte_pipe(core, P: PipeState):
                 break
             popleft()
             a = arrival(P.free, issued)
-            ring[P.n_deq % depth] = a
+            if code != WAIT:            # a WaitFlag frees its slot when the pipe passes it (below)
+                queue.took(P.n_deq, a)
             P.n_deq += 1
             if code == DMA:
                 if rec.nbytes > 0:
-                    tr = _submit(core, P, e, a)
-                    while tr.done is None:
-                        yield
+                    tr = yield _submit(core, P, e, a)
                     P.outstanding, P.head = 0, None
                     end = tr.done
                 else:
@@ -214,13 +232,14 @@ def mte_pipe(core, P: PipeState):
             elif code == BAR:
                 end, op, elements, nbytes, work = a, bar_op, 0, 0, 0
             elif code == WAIT:
-                c, end, _, _ = _consume(fl, a, diag_double, core, e, 0)
+                c, end, _, _ = _consume(fl, a, check, core, e, 0)
                 P.stall += c - a
                 op, elements, nbytes, work = WAIT_OP[fl.event], fl.id, 0, f
-                P.free = ring[(P.n_deq - 1) % depth] = end
+                P.free = end
+                queue.took(P.n_deq - 1, end)
             else:  # SET: everything earlier on an MTE pipe has completed (DMAs hold the pipe)
                 P.free, end, _, _ = flag_set(a, P.done, f, 0)
-                _record_set(fl, end, diag_double, core, e)
+                _record_set(fl, end, check, core, e)
                 op, elements, nbytes, work = SET_OP[fl.event], fl.id, 0, f
             P.busy += work
             if end > P.done:
@@ -228,18 +247,66 @@ def mte_pipe(core, P: PipeState):
             span.add(a, end)
             if keep:
                 rows_append(span.row(cid, name, op, a, end, elements, nbytes))
-        _before_yield(core, P)
-        yield
+        yield _wait_for_work(core, P)
 
 
-DMA_OP = {d: "DataCopy:" + d for d in ("GM2UB", "UB2GM")}   # directions check_dma lets through
+DMA_OP = {d: "DataCopy:" + d for d in ("GM2UB", "UB2GM", "GM2L1")}   # directions check_dma lets through
+
+
+def fixed_pipe(core, P: PipeState):
+    """The MTE1 or M process of a Cube-era program: fixed-cost records (LoadData, Mmad), flags and
+    barriers in order, each by the same rules as on V (:func:`~cgdr_des.hw.rules.fixed_op`)."""
+    f, keep, cid, name = core.profile.flag_cycles, core.keep_ops, core.cid, P.name
+    check = core.profile.flag_double_set in CHECKED_POLICIES
+    queue = P.q
+    q, popleft, rows_append = queue.items, queue.items.popleft, core.rows.append
+    cov = P.free            # busy is the union of [start, end) of pipelined records
+    while True:
+        while q:
+            e = q[0]
+            code, issued, rec, span, _, x, _ = e
+            if code == WAIT and not x.sets:
+                break
+            popleft()
+            a = arrival(P.free, issued)
+            if code == FIXED:
+                a, P.free, end, added, cov = fixed_op(P.free, issued, x[0], x[1], cov)
+                op, elements, work = _executed(core, e, name, a, end), 0, added
+            elif code == BAR:
+                end = P.free = barrier(a, P.done)
+                op, elements, work = "PipeBarrier:" + name, 0, 0
+                P.stall += end - a
+            elif code == WAIT:
+                c, end, work, cov = _consume(x, a, check, core, e, cov)
+                P.stall += c - a
+                P.free, op, elements = end, WAIT_OP[x.event], x.id
+            else:  # SET
+                P.free, end, work, cov = flag_set(a, P.done, f, cov)
+                _record_set(x, end, check, core, e)
+                op, elements = SET_OP[x.event], x.id
+            queue.took(P.n_deq, end if code in (WAIT, BAR) else a)
+            P.n_deq += 1
+            P.busy += work
+            if end > P.done:
+                P.done = end
+            span.add(a, end)
+            if keep:
+                rows_append(span.row(cid, name, op, a, end, elements, getattr(rec, "nbytes", 0)))
+        yield _wait_for_work(core, P)
+
+
+def _executed(core, e: Entry, pipe: str, start: int, end: int) -> str:
+    """A fixed-cost record ran from ``start`` to ``end``: log its buffer accesses; its ops label."""
+    label = type(e.rec).__name__
+    if e.b.reads or e.b.writes:
+        core.buffers.executed(e.b, Timed(e.idx, label, pipe, start, end))
+    return label
 
 
 def _submit(core, P: PipeState, e: Entry, a: int):
-    """Hand a DMA starting at cycle ``a`` to the GM bus; the pipe is held until the transfer is done."""
-    tr = core.bus.submit(a + e.a, e.rec.nbytes, e.b, P.on_done)
+    """Hand a DMA starting at cycle ``a`` to the GM bus; returns the event of its completion (value:
+    the Transfer), which holds the pipe."""
+    done = core.env.event()
+    core.bus.submit(a + e.a, e.rec.nbytes, e.b, done.succeed)
     P.outstanding, P.head = 1, e
-    if P.s_waiting:                      # the DMA left the queue: a slot is free
-        P.s_waiting = False
-        core.ready.append(core.s_gen)
-    return tr
+    return done

@@ -35,7 +35,7 @@ from cgdr_des.errors import InputError
 from cgdr_des.hw.ranges import ParamRange, parse_range
 
 CONFIDENCES = ("H", "M", "L")
-FLAG_DOUBLE_SET_POLICIES = ("diagnostic", "counter", "stall")
+FLAG_DOUBLE_SET_POLICIES = ("diagnostic", "counter", "stall", "lost")
 VEC_OPS = ("Duplicate", "Muls", "Mul", "Add", "Sub", "Axpy", "Exp", "Cast", "WholeReduceSum")
 #: vector ops only the Cube-era kernel issues (docs/kernel-cube.md §3)
 CUBE_VEC_OPS = ("Brcb", "Gather", "MulAddDst", "TransDataTo5HD", "CreateVecIndex")

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-#: What a pipe does with a queue entry (``Entry.code``).
-VEC, WAIT, SET, BAR, DMA, MAC = range(6)
+#: What a pipe does with a queue entry (``Entry.code``). FIXED: a fixed-cost Cube-side record.
+VEC, WAIT, SET, BAR, DMA, MAC, FIXED = range(7)
 
 #: No start seen yet (any real start is smaller).
 NO_START = 2**62
@@ -16,7 +16,7 @@ NO_START = 2**62
 
 class Span:
     """The ops of one Tag segment on one core: its labels, the smallest start and largest end of the
-    ops it holds so far (cycles), and how many ops it holds. Every automaton widens it as it goes."""
+    ops it holds so far (cycles), and how many ops it holds. Every process widens it as it goes."""
 
     __slots__ = ("phase", "batch", "head", "vtile", "chunk", "start", "end", "n")
 
@@ -55,7 +55,8 @@ class Entry(NamedTuple):
     record index (diagnostics). ``a`` and ``b`` depend on ``code``: VEC the op's (width, cycles per
     repeat, latency) and nothing;
     WAIT and SET the Flag (b None); BAR nothing; MAC the Macro's V offset and span length; DMA the
-    first-byte cycles and the rate cap."""
+    first-byte cycles and the rate cap; FIXED its (issue, latency) cycles and its buffer
+    :class:`~cgdr_des.hw.hazards.Access`."""
 
     code: int
     issue: int

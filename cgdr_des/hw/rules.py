@@ -26,6 +26,7 @@ entry is complete (a SetFlag: fires). Every function returns integers when given
 | scalar cycles of one vector call | :func:`vec_call_scalar` | scalar unit, compute-run timer |
 | busy as a union of intervals | :func:`cover` (inside the rules above) | V pipe, compute-run timer |
 | entry start on its pipe | :func:`arrival` | V and MTE pipes, compute-run timer |
+| a fixed-cost instruction (Cube side) | :func:`fixed_op` | MTE1, M and V pipes |
 """
 
 from __future__ import annotations
@@ -138,3 +139,14 @@ def cover(start: int, end: int, covered: int) -> tuple[int, int]:
     if end <= covered:
         return 0, covered
     return end - (start if start > covered else covered), end
+
+
+def fixed_op(free: int, issued: int, issue: int, latency: int, covered: int) -> tuple[int, int, int, int, int]:
+    """An instruction of fixed cost (a Cube-side record: LoadData on MTE1, Mmad on M, an L0C drain on
+    V) handed over at ``issued`` to a pipe free from ``free``: ``(start, free, end, busy added,
+    covered)``. It starts at its :func:`arrival`, holds the pipe ``issue`` cycles and completes
+    ``latency`` cycles after it started (``latency >= issue``)."""
+    start = arrival(free, issued)
+    end = start + (latency if latency > issue else issue)
+    added, covered = cover(start, end, covered)
+    return start, start + issue, end, added, covered

@@ -1,4 +1,4 @@
-"""The scalar unit of one core: walks the program in order on its own clock.
+"""The scalar unit of one core: a SimPy process walking the program in order on its own clock.
 
 It pulls each record from the program exactly once, in order (the kernel computes outputs as a side
 effect of generating them), and either executes it itself or hands it to a pipe queue:
@@ -17,6 +17,11 @@ effect of generating them), and either executes it itself or hands it to a pipe 
   the queue already holds ``queue_depth`` entries that have not started, the scalar unit stalls until
   the oldest starts (the ring of dequeue cycles tells when).
 
+It yields a SimPy event only to wait: a full queue (:meth:`~cgdr_des.hw.queues.IssueQueue.put`), a
+WaitFlag on S whose set is not recorded yet (:meth:`~cgdr_des.hw.flags.Flag.wait_set`), a SetFlag under
+``stall`` whose previous set is pending (:meth:`~cgdr_des.hw.flags.Flag.wait_consumed`), and
+PipeBarrier<ALL> (every pipe's :meth:`~cgdr_des.hw.pipes.PipeState.when_drained`, as one ``AllOf``).
+
 The scalar unit is sequential, so ``busy + stall`` is exactly its last cycle minus the launch cycle.
 """
 
@@ -25,8 +30,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from cgdr_des.hw.diagnostics import HwFault, at
-from cgdr_des.hw.flags import double_set_message
-from cgdr_des.hw.records import BAR, MAC, SET, VEC, WAIT, Entry, MacroTally, new_entry
+from cgdr_des.hw.flags import CHECKED_POLICIES, double_set_message, drop_lost
+from cgdr_des.hw.pipes import FIXED_PIPES
+from cgdr_des.hw.records import BAR, FIXED, MAC, SET, VEC, WAIT, Entry, MacroTally, new_entry
 from cgdr_des.hw.rules import (
     barrier,
     flag_wait,
@@ -87,14 +93,14 @@ class ScalarUnit:
     """The scalar unit's clock and totals, and how it executes each kind of record."""
 
     __slots__ = ("core", "prof", "t", "stall", "idx", "span", "cnt", "V", "kc", "vp", "keep", "rows_append",
-                 "me", "wait_kind", "wait_on")
+                 "env", "wait_kind", "wait_on")
 
     def __init__(self, core) -> None:
         self.core, self.prof = core, core.profile
         self.t, self.stall, self.idx = core.t0, 0, -1
         self.span, self.cnt = core.open_span(None)
         self.V, self.kc, self.vp = core.pipes["V"], core.scalar_costs, core.vec_params
-        self.keep, self.rows_append, self.me = core.keep_ops, core.rows.append, None
+        self.keep, self.rows_append, self.env = core.keep_ops, core.rows.append, core.env
         #: what it waits for when it yields (deadlock diagnostics): ``flag`` (a WaitFlag's set, on the
         #: Flag), ``set`` (a set's previous consume), ``room`` (a free slot, on the pipe) or ``drain``
         #: (PipeBarrier<ALL>, on the names of the pipes not drained)
@@ -160,8 +166,11 @@ class ScalarUnit:
         """WaitFlag with destination S, its set recorded: consume it."""
         t, sets = self.t, fl.sets
         c, self.t, _, _ = flag_wait(t, sets.popleft(), self.prof.flag_cycles)
-        if sets and self.prof.flag_double_set == "diagnostic" and set_while_set(sets[0], c):
-            raise self.fail(double_set_message(fl, sets[0], c) + " (seen at this WaitFlag)")
+        if sets and self.prof.flag_double_set in CHECKED_POLICIES and set_while_set(sets[0], c):
+            if self.prof.flag_double_set == "lost":
+                drop_lost(fl, c)
+            else:
+                raise self.fail(double_set_message(fl, sets[0], c) + " (seen at this WaitFlag)")
         fl.last_consume = c
         self.stall += c - t
         self.did(EVENTS[fl.event].wait_op, t, self.t, fl.id)
@@ -170,14 +179,17 @@ class ScalarUnit:
         """SetFlag with source S (under ``stall``, the previous set already consumed)."""
         p, t = self.prof, self.t
         fire, stall = scalar_flag_set(t, fl.last_consume, p.flag_cycles, p.flag_double_set == "stall")
-        if p.flag_double_set == "diagnostic" and not fl.sets and set_while_set(fire, fl.last_consume):
-            raise self.fail(double_set_message(fl, fire, fl.last_consume))
+        lost = False
+        if p.flag_double_set in CHECKED_POLICIES and not fl.sets and set_while_set(fire, fl.last_consume):
+            if p.flag_double_set != "lost":
+                raise self.fail(double_set_message(fl, fire, fl.last_consume))
+            fl.lost, lost = fl.lost + 1, True
         self.stall += stall
         self.t = fire
-        fl.sets.append(fire)
-        if fl.waiter is not None:
-            self.core.ready.append(fl.waiter)
-            fl.waiter = None
+        if not lost:
+            fl.sets.append(fire)
+            if fl.waiter is not None:
+                fl.wake()
         span = self.span            # did(), inline: the kernel sets S_V before every row it hands V
         if self.keep:
             self.rows_append(span.row(self.core.cid, "S", EVENTS[fl.event].set_op, t, fire, fl.id, 0))
@@ -193,17 +205,17 @@ class ScalarUnit:
         return self.fail(f"VecOp {rec.op!r} / {rec.dtype!r} has no cost in profile {self.prof.name} "
                          f"(ops: {', '.join(self.prof.vec_width)}; dtypes fp32, fp16)")
 
-    def push(self, P, code: int, rec, a, b, dispatch: int) -> None:
-        """Hand an entry to ``P`` (which has room): the slot's dequeue cycle, then ``dispatch``."""
-        n = P.n_push
-        self.t, stall = hand_over(self.t, P.ring[n % self.prof.queue_depth], dispatch)
+    def push(self, P, code: int, rec, a, b, dispatch: int, offset: int = 0):
+        """Hand an entry to ``P``'s queue (waiting for a slot if it is full): the slot's dequeue cycle,
+        then ``dispatch``; a Macro's V part is issued ``offset`` cycles after."""
+        q, fields = P.q, (code, rec, self.span, self.idx, a, b)
+        if len(q.items) >= q.capacity:
+            self.wait_kind, self.wait_on = "room", P
+            t, stall = yield q.put(fields, self.t, dispatch, offset)
+        else:
+            t, stall = q.hand(fields, self.t, dispatch, offset)
+        self.t = t
         self.stall += stall
-        e: Entry = new_entry(Entry, (code, self.t if code != MAC else self.t + a, rec, self.span, self.idx, a, b))
-        P.q.append(e)
-        P.n_push = n + 1
-        if P.idle:
-            P.idle = False
-            self.core.ready.append(P.gen)
 
     def macro(self, rec: Macro) -> None:
         """After its V part (if any) was pushed: the scalar unit is busy ``s_cycles`` (of which
@@ -219,30 +231,22 @@ class ScalarUnit:
         self.stall += getattr(rec, "s_stall", 0)
         self.did("Macro:" + rec.name, t, self.t)
 
-    # ---------------------------------------------------------------- waiting
-
-    def room(self, P):
-        """Yield until ``P`` has a free queue slot."""
-        while P.n_push - P.n_deq >= self.prof.queue_depth:
-            P.s_waiting, self.wait_kind, self.wait_on = True, "room", P
-            yield
 
 
 def scalar_unit(core, program):
-    """The scalar-unit automaton: one pass per record of the program.
+    """The scalar unit's SimPy process: one pass per record of the program.
 
     The frequent records (Scalar, ScalarGm, VecOp, flags, PipeBarrier<V>, Macro) are handled here
     without a generator hop, the rest by :func:`_other`. A record for a pipe sets ``P`` (the pipe),
     ``code``, ``a``/``b`` (the entry's fields) and ``pre`` (scalar cycles before the hand-over) and
-    falls through to the hand-over at the bottom (:meth:`ScalarUnit.push`, inline). It yields only
-    to wait: for a queue slot (:meth:`ScalarUnit.room`) or a flag (:func:`_flag_wait`)."""
+    falls through to the hand-over at the bottom (:meth:`ScalarUnit.push`, inline when the queue has
+    room). It yields only to wait: for a queue slot or a flag (:func:`_flag_wait`)."""
     su = core.s_unit = ScalarUnit(core)
-    su.me = core.s_gen
-    V, depth, pipes, flags = su.V, core.profile.queue_depth, core.pipes, core.flags.table
+    V, depth, pipes, flags, env = su.V, core.profile.queue_depth, core.pipes, core.flags.table, core.env
     disp = core.profile.scalar_dispatch_cycles
     api = vec_call_scalar(core.profile.vec_api_scalar_cycles, core.profile.vec_call_loop_cycles)
     stall_policy = core.profile.flag_double_set == "stall"
-    scalar, scalar_gm_, vp, ready_append = su.scalar, su.scalar_gm, su.vp, core.ready.append
+    scalar, scalar_gm_, vp = su.scalar, su.scalar_gm, su.vp
     kc, keep = su.kc, su.keep
     for rec in program:
         su.idx += 1
@@ -291,50 +295,45 @@ def scalar_unit(core, program):
                     su.set_flag(fl)
                 else:
                     while not fl.sets:      # _flag_wait, inline: V has often not reached the set yet
-                        fl.waiter, su.wait_kind, su.wait_on = su.me, "flag", fl
-                        yield
+                        su.wait_kind, su.wait_on = "flag", fl
+                        yield fl.wait_set(env)
                     su.wait_flag(fl)
                 continue
-            P, code, a, b, pre = pipes[pipe], SET if is_set else WAIT, fl, None, 0
+            P = pipes[pipe] if pipe in pipes else core.pipe(pipe)     # MTE1 / M start on first use
+            code, a, b, pre = SET if is_set else WAIT, fl, None, 0
         elif typ is PipeBarrier and rec.pipe == "V":
             su.cnt["barrier_V"] += 1
             P, code, a, b, pre = V, BAR, None, None, 0
         elif isinstance(rec, Macro):
             if rec.v_end > rec.v_start:
-                if V.n_push - V.n_deq >= depth:
-                    yield from su.room(V)
-                su.push(V, MAC, rec, rec.v_start, rec.v_end - rec.v_start, 0)
+                yield from su.push(V, MAC, rec, rec.v_start, rec.v_end - rec.v_start, 0, rec.v_start)
             su.macro(rec)
             continue
         else:
             yield from _other(su, rec, typ)
             continue
-        n = P.n_push
-        if n - P.n_deq >= depth:
-            yield from su.room(P)
-        t, stall = hand_over(su.t + pre, P.ring[n % depth], disp)
+        q = P.q
+        if len(q.items) >= depth:
+            su.t += pre
+            yield from su.push(P, code, rec, a, b, disp)
+            continue
+        n = q.n_push        # IssueQueue.hand, inline: two records in five are handed over
+        t, stall = hand_over(su.t + pre, q.ring[n % depth], disp)
         su.t = t
         su.stall += stall
-        P.q.append(new_entry(Entry, (code, t, rec, su.span, su.idx, a, b)))
-        P.n_push = n + 1
-        if P.idle:
-            P.idle = False
-            ready_append(P.gen)
+        q.items.append(new_entry(Entry, (code, t, rec, su.span, su.idx, a, b)))
+        q.n_push = n + 1
+        if q.get_queue:
+            q.get_queue.pop().succeed()
     core.finish_scalar(su.t, su.stall, su.idx + 1)
-    while True:
-        yield
 
 
 def _flag_wait(su: ScalarUnit, fl, kind: str):
     """Yield until ``fl`` has a set recorded (``flag``: a WaitFlag on S) or has none pending
     (``set``: a SetFlag on S under the ``stall`` policy)."""
     while (not fl.sets) if kind == "flag" else fl.sets:
-        if kind == "flag":
-            fl.waiter = su.me
-        else:
-            fl.set_waiter = su.me
         su.wait_kind, su.wait_on = kind, fl
-        yield
+        yield fl.wait_set(su.env) if kind == "flag" else fl.wait_consumed(su.env)
 
 
 def _other(su: ScalarUnit, rec, typ):
@@ -348,8 +347,7 @@ def _other(su: ScalarUnit, rec, typ):
     elif typ is Dma:
         su.cnt["dma_" + rec.pipe] += rec.repeat
         P, code, _, first_byte, cap = core.dma_entry(rec, su.idx, su.span)
-        yield from su.room(P)
-        su.push(P, code, rec, first_byte, cap, su.prof.scalar_dispatch_cycles)
+        yield from su.push(P, code, rec, first_byte, cap, su.prof.scalar_dispatch_cycles)
     elif typ is FetchEventID:  # one per DMA idiom, and it never waits
         su.cnt["FetchEventID"] += 1
         try:
@@ -358,9 +356,25 @@ def _other(su: ScalarUnit, rec, typ):
             raise su.fail(str(exc)) from None
         su.t += su.prof.tpipe_call_cycles
         su.did("FetchEventID:" + rec.event, su.t - su.prof.tpipe_call_cycles, su.t)
+    elif isinstance(getattr(typ, "pipe", None), str):      # a Cube-side record names its pipe
+        su.cnt[record_kind(rec)] += 1
+        yield from _fixed_record(su, rec, typ)
     else:
         su.cnt[record_kind(rec)] += 1
         yield from _tpipe_record(su, rec)
+
+
+def _fixed_record(su: ScalarUnit, rec, typ):
+    """A fixed-cost Cube-side record (LoadData, Mmad, an L0C drain): handed to the pipe its class
+    names, with its (issue, latency) cycles and the buffer versions it reads and writes."""
+    core = su.core
+    try:
+        P = core.pipe(typ.pipe)
+        cost = core.fixed_cost(rec)
+    except HwFault as exc:
+        raise su.fail(str(exc)) from None
+    access = core.buffers.hand_over(rec)
+    yield from su.push(P, FIXED, rec, cost, access, su.prof.scalar_dispatch_cycles)
 
 
 def _lookup_flag(su: ScalarUnit, rec):
@@ -377,20 +391,17 @@ def _lookup_flag(su: ScalarUnit, rec):
 def _barrier(su: ScalarUnit, rec):
     """PipeBarrier<V/MTE2/MTE3> (handed over) or <ALL> (the scalar unit waits for every pipe to drain)."""
     pname, core = rec.pipe, su.core
-    if pname not in BARRIER_PIPES:
-        raise su.fail(f"PipeBarrier pipe {pname!r} not one of {', '.join(BARRIER_PIPES)}")
+    if pname not in BARRIER_PIPES and pname not in FIXED_PIPES:
+        raise su.fail(f"PipeBarrier pipe {pname!r} not one of {', '.join(BARRIER_PIPES + FIXED_PIPES)}")
     su.cnt["barrier_" + pname] += 1
     if pname != "ALL":
-        P = core.pipes[pname]
-        yield from su.room(P)
-        su.push(P, BAR, rec, None, None, su.prof.scalar_dispatch_cycles)
+        P = core.pipe(pname)
+        yield from su.push(P, BAR, rec, None, None, su.prof.scalar_dispatch_cycles)
         return
     plist = core.pipe_list
     while not all(p.drained for p in plist):
-        for p in plist:
-            p.drain_waiting = not p.drained
         su.wait_kind, su.wait_on = "drain", [p.name for p in plist if not p.drained]
-        yield
+        yield su.env.all_of([p.when_drained(su.env) for p in plist if not p.drained])
     t0 = su.t
     su.t = barrier(t0, max(p.done for p in plist))
     su.stall += su.t - t0
@@ -400,19 +411,14 @@ def _barrier(su: ScalarUnit, rec):
 def _tpipe_record(su: ScalarUnit, rec):
     """TPipe / TQue bookkeeping records (rare), with the flag a TQue call inserts handed over."""
     core, typ = su.core, type(rec)
-    flag, P = None, None
+    flag = None
     try:
         if typ in _QUEUE_TYPES:
-            que = core.ub.queue(rec.name)
-            plan = que.plan(typ.__name__)
-            if plan is not None:
-                kind, ev = plan
-                P = core.pipes[EVENTS[ev].src if kind == "set" else EVENTS[ev].dst]
-                yield from su.room(P)
-            flag_op = que.apply(typ.__name__, core.pool)
+            flag_op = core.ub.queue(rec.name).apply(typ.__name__, core.pool)
             if flag_op is not None:
                 kind, ev, eid = flag_op
-                flag = (SET if kind == "set" else WAIT, core.flags.get(ev, eid))
+                flag = (SET if kind == "set" else WAIT, core.flags.get(ev, eid),
+                        core.pipes[EVENTS[ev].src if kind == "set" else EVENTS[ev].dst])
             op = f"{typ.__name__}:{rec.name}"
         else:
             op = _pool_record(core, rec, typ)
@@ -420,9 +426,9 @@ def _tpipe_record(su: ScalarUnit, rec):
         raise su.fail(str(exc)) from None
     su.t += su.prof.tpipe_call_cycles
     su.did(op, su.t - su.prof.tpipe_call_cycles, su.t)
-    if flag is not None:
-        code, fl = flag
-        su.push(P, code, rec, fl, None, su.prof.scalar_dispatch_cycles)
+    if flag is not None:        # the queue call's bookkeeping is done; its flag may wait for a slot
+        code, fl, P = flag
+        yield from su.push(P, code, rec, fl, None, su.prof.scalar_dispatch_cycles)
 
 
 def _pool_record(core, rec, typ) -> str:

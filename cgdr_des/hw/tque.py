@@ -16,13 +16,19 @@ docs/hardware.md §3 (rows 30-31); ``enq`` is the event of the data direction, `
     DeQue:       WaitFlag<enq>(id), ReleaseEventID
     FreeTensor:  AllocEventID<free>, SetFlag<free>(id); the id stays pending on the buffer
 
-Each call issues at most one flag instruction, so the scalar unit can wait for room in that pipe's
-queue (:meth:`TQue.plan`, no side effects) before the call takes effect (:meth:`TQue.apply`).
+SimPy carries the buffers: each TQue's ``buffers`` is a ``simpy.Resource`` of capacity BUFFER_NUM
+(AllocTensor requests one, FreeTensor releases it) and EnQue/DeQue pass the buffer through
+``passing``, a ``simpy.Store``. Only the scalar unit calls them, in program order, so a request that
+cannot be granted at once (every buffer held, or nothing enqueued) could never be granted: it is
+reported then, not waited for.
+
+Each call issues at most one flag instruction (:meth:`TQue.apply` returns it), which the scalar unit
+hands to that pipe's queue after the call's own cycles.
 """
 
 from __future__ import annotations
 
-from collections import deque
+import simpy
 
 from cgdr_des.hw.diagnostics import HwFault
 from cgdr_des.hw.flags import EventIdPool
@@ -36,15 +42,17 @@ QUEUE_OPS = ("AllocTensor", "EnQue", "DeQue", "FreeTensor")
 class TQue:
     """One TQue (or TBuf) initialised by InitBuffer. ``offset`` is its first UB byte."""
 
-    def __init__(self, name: str, position: str, num: int, nbytes: int, offset: int) -> None:
+    def __init__(self, env, name: str, position: str, num: int, nbytes: int, offset: int) -> None:
         self.name, self.position, self.num, self.nbytes, self.offset = name, position, num, nbytes, offset
         self.enq, self.free = _EVENTS.get(position, (None, None))
         self.state = [FREE] * num
         self.free_id: list[int | None] = [None] * num
         self.cursor = 0
-        self.allocated: deque[int] = deque()
-        self.queued: deque[tuple[int, int]] = deque()
-        self.held: deque[int] = deque()
+        self.buffers = simpy.Resource(env, capacity=num)
+        self.grant: list = [None] * num          # the granted request of each buffer not FREE
+        self.passing = simpy.Store(env)          # (buffer, event id) from EnQue to DeQue
+        self.allocated: list[int] = []           # ALLOCATED buffers in AllocTensor order
+        self.held: list[int] = []                # HELD buffers in DeQue order
 
     def _next_free(self) -> int:
         for k in range(self.num):
@@ -53,18 +61,6 @@ class TQue:
                 return b
         raise HwFault(f"AllocTensor on TQue '{self.name}': all {self.num} buffers (BUFFER_NUM={self.num}) "
                       "are in use and no earlier FreeTensor released one")
-
-    def plan(self, op: str) -> tuple[str, str] | None:
-        """The flag instruction ``op`` will issue, ``("set"|"wait", event)``, without side effects."""
-        if self.enq is None:
-            return None
-        if op == "AllocTensor":
-            return ("wait", self.free) if self.free_id[self._next_free()] is not None else None
-        if op == "EnQue":
-            return ("set", self.enq)
-        if op == "DeQue":
-            return ("wait", self.enq)
-        return ("set", self.free)
 
     def apply(self, op: str, pool: EventIdPool) -> tuple[str, str, int] | None:
         """Do ``op``'s bookkeeping; return the flag instruction ``(kind, event, id)`` to issue."""
@@ -75,6 +71,7 @@ class TQue:
     def _AllocTensor(self, pool: EventIdPool):
         b = self._next_free()
         self.cursor = (b + 1) % self.num
+        self.grant[b] = self.buffers.request()      # granted at once: buffer b is FREE
         self.state[b] = ALLOCATED
         self.allocated.append(b)
         eid, self.free_id[b] = self.free_id[b], None
@@ -86,16 +83,16 @@ class TQue:
     def _EnQue(self, pool: EventIdPool):
         if not self.allocated:
             raise HwFault(f"EnQue on TQue '{self.name}' without an allocated tensor")
-        b = self.allocated.popleft()
+        b = self.allocated.pop(0)
         self.state[b] = QUEUED
         eid = pool.alloc(self.enq)
-        self.queued.append((b, eid))
+        self.passing.put((b, eid))
         return ("set", self.enq, eid)
 
     def _DeQue(self, pool: EventIdPool):
-        if not self.queued:
+        if not self.passing.items:
             raise HwFault(f"DeQue on TQue '{self.name}' with nothing enqueued")
-        b, eid = self.queued.popleft()
+        b, eid = self.passing.get().value
         self.state[b] = HELD
         self.held.append(b)
         pool.release(self.enq, eid)
@@ -103,12 +100,14 @@ class TQue:
 
     def _FreeTensor(self, pool: EventIdPool):
         if self.held:
-            b = self.held.popleft()
+            b = self.held.pop(0)
         elif self.allocated:
-            b = self.allocated.popleft()
+            b = self.allocated.pop(0)
         else:
             raise HwFault(f"FreeTensor on TQue '{self.name}' with no tensor allocated")
         eid = pool.alloc(self.free)
+        self.buffers.release(self.grant[b])
+        self.grant[b] = None
         self.state[b] = FREE
         self.free_id[b] = eid
         return ("set", self.free, eid)
@@ -117,7 +116,8 @@ class TQue:
 class UnifiedBuffer:
     """The core's UB: carves TQue/TBuf buffers in InitBuffer order against ``capacity`` bytes."""
 
-    def __init__(self, capacity: int, align: int, max_buffers_per_position: int) -> None:
+    def __init__(self, env, capacity: int, align: int, max_buffers_per_position: int) -> None:
+        self.env = env
         self.capacity, self.align, self.max_per_pos = capacity, align, max_buffers_per_position
         self.offset = 0
         self.queues: dict[str, TQue] = {}
@@ -140,7 +140,7 @@ class UnifiedBuffer:
             raise HwFault(f"UB over-allocation: InitBuffer('{name}', num={num}, len={nbytes}) needs UB bytes "
                           f"[{self.offset}, {end}) but UB has {self.capacity} bytes "
                           f"({self.offset} already carved by {', '.join(self.queues) or 'nothing'})")
-        q = TQue(name, position, num, size, self.offset)
+        q = TQue(self.env, name, position, num, size, self.offset)
         self.queues[name] = q
         self.offset = end
         return q
