@@ -23,6 +23,8 @@ from cgdr_des.workload.tensors import draw_g, make_inputs
 #: Per-instruction ops rows are kept up to this many (one row is ~200 bytes in memory); beyond it
 #: only the per-phase spans are (the ops frame is then aggregated, and says so).
 OPS_ROW_LIMIT = 2_000_000
+#: ops rows of one Cube-era chunk and V-tile at ``instr`` fidelity (about 9 000 records on the fast path)
+CUBE_ROWS_PER_CHUNK = 9_000
 
 
 class CompileStage(ReuseStage):
@@ -155,14 +157,16 @@ def run_cube_launch(launch, prof, *, policy, fidelity, meta=None, progress=None,
     stage = CompileStage(PhaseCompiler(prof)) if fidelity == "phase" else ReuseStage()
     programs = [cube_program.core_program(launch, i, assigned=assigned, on_item=on_item, stage=stage)
                 for i, assigned in enumerate(cube_program.core_assignments(launch, policy, assignment))]
-    run = Machine(prof, keep_ops=estimated_rows(launch, fidelity) <= OPS_ROW_LIMIT).run(programs)
+    t = launch.tiling
+    chunks = sum(ceil_div(int(n), CHUNK_SIZE) for n in launch.lengths) * launch.shape.nv * t.v_tile_count
+    rows = chunks * (CUBE_ROWS_PER_CHUNK if fidelity == "instr" else CUBE_ROWS_PER_CHUNK // 3)
+    run = Machine(prof, keep_ops=rows <= OPS_ROW_LIMIT).run(programs)
     if progress is not None:
         progress(total, total)
-    t = launch.tiling
     per_head = t.v_tile_count if t.split else 1
     meta = {**(meta or {}), "policy": policy, "buffer_num": 1, "fidelity": fidelity, "numerics": launch.numerics,
             "avgload": compute_avgload(launch.lengths, launch.shape.nv, per_head, launch.block_dim),
-            "block_dim": launch.block_dim, "v_step": t.v_step, "ops_kept": True,
+            "block_dim": launch.block_dim, "v_step": t.v_step, "ops_kept": rows <= OPS_ROW_LIMIT,
             "kernel_version": t.kernel_version, "cube_bucket": t.bucket, "tiling_key": t.tiling_key}
     meta.update(cube_numerics.check_finite(launch, scenario))
     return build_result(run, assignment, meta=meta, clock_mhz=prof.clock_mhz,

@@ -15,17 +15,20 @@
 from __future__ import annotations
 
 from cgdr_des.isa import (
+    AllocEventID,
     AllocTensor,
     DataCopyExtParams,
     DataCopyParams,
     DeQue,
     Dma,
     EnQue,
+    EventHandle,
     FreeTensor,
     L0cToUb,
     LoadData,
     Mmad,
     Nd2NzParams,
+    ReleaseEventID,
     SetFlag,
     UbCopy,
     WaitFlag,
@@ -33,6 +36,11 @@ from cgdr_des.isa import (
 from cgdr_des.kernel.emit import PB_ALL, PB_V, S_V, V_S, dma_in, dma_out, fetch_sync, gm_load, scalar, vec
 
 OUT_QUEUE = "stateOutQueue_"
+#: SHWR re-enqueues the tensor it dequeued (legal AscendC; the source does it 19 times a chunk). The
+#: machine's TQue accepts EnQue only of an AllocTensor'd buffer, so by default the second hand-over is
+#: emitted as the flags TPipe's EnQue/DeQue insert (AllocEventID, SetFlag/WaitFlag<V_MTE3>,
+#: ReleaseEventID): the same synchronisation, not the same record kinds. False: the source's form.
+REENQUE_AS_EVENTS = True
 FRACTAL = 16
 FRACTAL_BYTES = 512
 
@@ -63,8 +71,18 @@ def shwr(core, out: list, n: int, src: int, gm_hi: int, gm_lo: int) -> None:
             DeQue(OUT_QUEUE), stage_dma(n, gm_hi, q0)]
     fetch_sync(out, "MTE3_V")
     out += [vec("Cast", n, scratch, q0, src_bytes=2), PB_V, vec("Sub", n, scratch, src, scratch), PB_V,
-            vec("Cast", n, q0, scratch, dst_bytes=2), PB_V, EnQue(OUT_QUEUE), DeQue(OUT_QUEUE),
-            stage_dma(n, gm_lo, q0), FreeTensor(OUT_QUEUE)]
+            vec("Cast", n, q0, scratch, dst_bytes=2), PB_V]
+    reenqueue(out)
+    out += [stage_dma(n, gm_lo, q0), FreeTensor(OUT_QUEUE)]
+
+
+def reenqueue(out: list) -> None:
+    """EnQue/DeQue of the tensor already dequeued once (see :data:`REENQUE_AS_EVENTS`)."""
+    if not REENQUE_AS_EVENTS:
+        out += [EnQue(OUT_QUEUE), DeQue(OUT_QUEUE)]
+        return
+    h = EventHandle()
+    out += [AllocEventID("V_MTE3", h), SetFlag("V_MTE3", h), WaitFlag("V_MTE3", h), ReleaseEventID("V_MTE3", h)]
 
 
 def nd2nz(rows: int, cols: int, gm_addr: int, l1_addr: int) -> Dma:
