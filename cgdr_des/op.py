@@ -101,15 +101,29 @@ def _check_scale(scale_value) -> None:
         raise InputError("scale_value", scale_value, f"must be finite with |scale_value| <= {MAX_SCALE:g}")
 
 
+KERNEL_VERSIONS = ("vector", "cube", "cube-pre1174")
+
+
 def chunk_gated_delta_rule(query, key, value, beta, initial_state, actual_seq_lengths, g=None,
                            scale_value=1.0, *, numerics="kernel", hardware="atlas-300i-duo",
-                           buffer_num=1, policy="greedy", fidelity="phase") -> OpResult:
+                           buffer_num=1, policy="greedy", fidelity="phase",
+                           kernel_version="vector") -> OpResult:
     """Run the op on ``hardware``: ``"phase"`` (default) or ``"instr"`` fidelity time the kernel
     programs and attach the frames as ``.result``; ``"functional"`` runs the same programs with no
-    machine (outputs and per-phase instruction counts in ``.counts``, no timing)."""
+    machine (outputs and per-phase instruction counts in ``.counts``, no timing).
+    ``kernel_version``: ``"vector"`` (the vector-only kernel), ``"cube"`` (the Cube-era kernel,
+    docs/kernel-cube.md) or ``"cube-pre1174"`` (the same before its L0C events were added)."""
     validate_inputs(query, key, value, beta, initial_state, actual_seq_lengths, g, scale_value)
     if fidelity not in ("functional", "phase", "instr"):
         raise InputError("fidelity", fidelity, "one of functional, phase, instr")
+    if kernel_version not in KERNEL_VERSIONS:
+        raise InputError("kernel_version", kernel_version, f"one of {', '.join(KERNEL_VERSIONS)}")
+    if kernel_version != "vector":
+        if buffer_num != 1:
+            raise InputError("buffer_num", buffer_num, "1 with a Cube-era kernel (BUFFER_NUM = 1)")
+        args = (query, key, value, beta, initial_state, actual_seq_lengths, g, scale_value)
+        return _cube_op(args, numerics=numerics, hardware=hardware, policy=policy, fidelity=fidelity,
+                        kernel_version=kernel_version)
     if fidelity == "functional":
         from cgdr_des.hw.profile import load_profile
 
@@ -124,3 +138,32 @@ def chunk_gated_delta_rule(query, key, value, beta, initial_state, actual_seq_le
                                      numerics=numerics, hardware=hardware, buffer_num=buffer_num,
                                      policy=policy, fidelity=fidelity)
     return OpResult(launch.out, launch.final_state, None, result, launch.tiling)
+
+
+def _cube_op(args, *, numerics, hardware, policy, fidelity, kernel_version) -> OpResult:
+    """The Cube-era kernel through the op API: functional (outputs and record counts) or timed."""
+    from collections import Counter
+
+    from cgdr_des.hw.profile import load_profile
+    from cgdr_des.kernel.cube import numerics as cube_numerics
+    from cgdr_des.kernel.cube import program as cube_program
+    from cgdr_des.kernel.cube.launch import build_cube_launch
+    from cgdr_des.kernel.functional import count_records
+    from cgdr_des.kernel.program import ReuseStage
+
+    prof = load_profile(hardware)
+    launch = build_cube_launch(*args, numerics=numerics, ub_size=prof.ub_usable_bytes, aiv_num=prof.aiv_num,
+                               kernel_version=kernel_version)
+    if fidelity != "functional":
+        from cgdr_des.simulation import run_cube_launch
+
+        result = run_cube_launch(launch, prof, policy=policy, fidelity=fidelity,
+                                 meta={"scenario_name": "api", "scenario_hash": "", "hardware": prof.name})
+        return OpResult(launch.out, launch.final_state, None, result, launch.tiling)
+    cube_numerics.compute_outputs(launch)
+    cube_numerics.check_finite(launch)
+    counts: Counter = Counter()
+    stage = ReuseStage()
+    for core, assigned in enumerate(cube_program.core_assignments(launch, policy)):
+        count_records(cube_program.core_program(launch, core, assigned=assigned, stage=stage), counts)
+    return OpResult(launch.out, launch.final_state, counts, None, launch.tiling)

@@ -23,6 +23,8 @@ from cgdr_des.workload.tensors import draw_g, make_inputs
 #: Per-instruction ops rows are kept up to this many (one row is ~200 bytes in memory); beyond it
 #: only the per-phase spans are (the ops frame is then aggregated, and says so).
 OPS_ROW_LIMIT = 2_000_000
+#: ops rows of one Cube-era chunk and V-tile at ``instr`` fidelity (about 9 000 records on the fast path)
+CUBE_ROWS_PER_CHUNK = 9_000
 
 
 class CompileStage(ReuseStage):
@@ -83,9 +85,16 @@ def simulate(scenario, *, progress=None):
     tensors, g, scale = _tensors(sc, lengths)
     s = sc.shape
     shape = Shape(int(lengths.size), int(lengths.sum()), s.nk, s.nv, s.dk, s.dv, scale, s.has_gamma)
+    meta = {"scenario_name": sc.name, "scenario_hash": sc.scenario_hash(), "hardware": prof.name}
+    if sc.kernel.kernel_version != "vector":
+        from cgdr_des.kernel.cube.launch import make_cube_launch
+
+        launch = make_cube_launch(shape, lengths, g, tensors, numerics=sc.sim.numerics, ub_size=prof.ub_usable_bytes,
+                                  aiv_num=prof.aiv_num, kernel_version=sc.kernel.kernel_version)
+        return run_cube_launch(launch, prof, policy=sc.kernel.policy, fidelity=sc.sim.fidelity, meta=meta,
+                               progress=progress, scenario=sc)
     launch = make_launch(shape, lengths, g, tensors, numerics=sc.sim.numerics, ub_size=prof.ub_usable_bytes,
                          aiv_num=prof.aiv_num, **sc.kernel.tiling_options())
-    meta = {"scenario_name": sc.name, "scenario_hash": sc.scenario_hash(), "hardware": prof.name}
     return run_launch(launch, prof, policy=sc.kernel.policy, fidelity=sc.sim.fidelity, meta=meta,
                       progress=progress, scenario=sc)
 
@@ -129,6 +138,41 @@ def run_launch(launch, prof, *, policy, fidelity, meta=None, progress=None, scen
     outputs = {"out": launch.out, "final_state": launch.final_state}
     return build_result(run, assignment, meta=meta, clock_mhz=prof.clock_mhz, outputs=outputs,
                         scenario=scenario, tiling=launch.tiling)
+
+
+def run_cube_launch(launch, prof, *, policy, fidelity, meta=None, progress=None, scenario=None):
+    """Time one Cube-era launch (kernel_version cube / cube-pre1174) and build the Result: its numbers
+    computed apart (kernel/cube/numerics.py), its programs (kernel/cube/program.py) on the machine."""
+    from cgdr_des.kernel.cube import numerics as cube_numerics
+    from cgdr_des.kernel.cube import program as cube_program
+
+    assignment = cube_program.assign_items(launch, policy)
+    total, started = sum(len(a) for a in assignment), [0]
+
+    def on_item(_key):
+        started[0] += 1
+        if progress is not None:
+            progress(started[0], total)
+
+    launch.raw_interlock = check_timing_fields(prof, fidelity)
+    cube_numerics.compute_outputs(launch)
+    stage = CompileStage(PhaseCompiler(prof)) if fidelity == "phase" else ReuseStage()
+    programs = [cube_program.core_program(launch, i, assigned=assigned, on_item=on_item, stage=stage)
+                for i, assigned in enumerate(cube_program.core_assignments(launch, policy, assignment))]
+    t = launch.tiling
+    chunks = sum(ceil_div(int(n), CHUNK_SIZE) for n in launch.lengths) * launch.shape.nv * t.v_tile_count
+    rows = chunks * (CUBE_ROWS_PER_CHUNK if fidelity == "instr" else CUBE_ROWS_PER_CHUNK // 3)
+    run = Machine(prof, keep_ops=rows <= OPS_ROW_LIMIT).run(programs)
+    if progress is not None:
+        progress(total, total)
+    per_head = t.v_tile_count if t.split else 1
+    meta = {**(meta or {}), "policy": policy, "buffer_num": 1, "fidelity": fidelity, "numerics": launch.numerics,
+            "avgload": compute_avgload(launch.lengths, launch.shape.nv, per_head, launch.block_dim),
+            "block_dim": launch.block_dim, "v_step": t.v_step, "ops_kept": rows <= OPS_ROW_LIMIT,
+            "kernel_version": t.kernel_version, "cube_bucket": t.bucket, "tiling_key": t.tiling_key}
+    meta.update(cube_numerics.check_finite(launch, scenario))
+    return build_result(run, assignment, meta=meta, clock_mhz=prof.clock_mhz,
+                        outputs={"out": launch.out, "final_state": launch.final_state}, scenario=scenario, tiling=t)
 
 
 def _item_cost(launch, prof, policy):

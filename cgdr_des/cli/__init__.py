@@ -7,6 +7,7 @@ from cgdr_des.cli import (  # noqa: F401  (each registers its commands)
     calibrate,
     compare,
     inspect_cmds,
+    measured,
     run,
     sensitivity,
     sweep,

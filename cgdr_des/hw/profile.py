@@ -37,6 +37,8 @@ from cgdr_des.hw.ranges import ParamRange, parse_range
 CONFIDENCES = ("H", "M", "L")
 FLAG_DOUBLE_SET_POLICIES = ("diagnostic", "counter", "stall", "lost")
 VEC_OPS = ("Duplicate", "Muls", "Mul", "Add", "Sub", "Axpy", "Exp", "Cast", "WholeReduceSum")
+#: vector ops only the Cube-era kernel issues (docs/kernel-cube.md §3)
+CUBE_VEC_OPS = ("Brcb", "Gather", "MulAddDst", "TransDataTo5HD", "CreateVecIndex")
 DTYPES = ("fp32", "fp16")
 
 
@@ -122,6 +124,21 @@ class Profile:
     dma_unaligned_efficiency: float   # rate factor otherwise
     dma_outstanding: int              # calls of a back-to-back DataCopy run waiting for first byte at once
     gm_bandwidth_gbps: float          # chip GM bandwidth shared by every core's DMAs
+    # Cube side of a coupled AI core (the Cube-era kernel only; cgdr_des/hw/cube_costs.py)
+    cube_fractal_cycles: int          # M pipe cycles per 16x16x16 fp16 fractal of an Mmad
+    cube_delay_cycles: int            # Mmad completion after its last fractal issues
+    mte1_bytes_per_cycle: float       # LoadData L1 -> L0A/L0B rate
+    mte1_delay_cycles: int            # LoadData fixed cost before its data is usable
+    l0c_drain_bytes_per_cycle: float  # L0C -> UB DataCopy rate on V
+    l0c_drain_delay_cycles: int       # L0C -> UB completion after its last byte issues
+    ub_copy_bytes_per_cycle: float    # local UB -> UB DataCopy rate on V
+    ub_copy_delay_cycles: int         # UB -> UB completion after its last byte issues
+    l1_bytes: int                     # L1 capacity
+    l0a_bytes: int
+    l0b_bytes: int
+    l0c_bytes: int
+    # end to end
+    host_overhead_cycles: int         # host side of one op call; only measured comparisons add it
     sources: FrozenMap = field(default_factory=lambda: FrozenMap({}), compare=False, repr=False)
     ranges: FrozenMap = field(default_factory=lambda: FrozenMap({}), compare=False, repr=False)
 
@@ -253,6 +270,12 @@ _VALIDATORS = {
     "dma_read_peak_per_cycle": _BYTE_RATE, "dma_write_peak_per_cycle": _BYTE_RATE,
     "dma_aligned_bytes": _bounded_int(1, MAX_UB_BYTES), "dma_unaligned_efficiency": _fraction,
     "gm_bandwidth_gbps": _float_in(MIN_GBPS, MAX_GBPS),
+    "cube_fractal_cycles": _pos_int, "cube_delay_cycles": _int, "mte1_bytes_per_cycle": _BYTE_RATE,
+    "mte1_delay_cycles": _int, "l0c_drain_bytes_per_cycle": _BYTE_RATE, "l0c_drain_delay_cycles": _int,
+    "ub_copy_bytes_per_cycle": _BYTE_RATE, "ub_copy_delay_cycles": _int,
+    "l1_bytes": _bounded_int(1, MAX_UB_BYTES), "l0a_bytes": _bounded_int(1, MAX_UB_BYTES),
+    "l0b_bytes": _bounded_int(1, MAX_UB_BYTES), "l0c_bytes": _bounded_int(1, MAX_UB_BYTES),
+    "host_overhead_cycles": _int,
 }
 assert set(_VALIDATORS) == set(FIELD_NAMES), "every Profile field needs a validator"
 _ENTRY_CHECK = {"vec_width": _pos_int, "vec_cycles_per_repeat": _pos_int, "vec_delay_cycles": _int}

@@ -26,6 +26,12 @@ from cgdr_des.workload.lengths import sample_lengths
 from cgdr_des.workload.lengths_csv import read_lengths_csv
 
 
+#: ``[kernel]`` fields added after scenario hashes were first published, with their defaults: left out
+#: of the resolved dict (and so of the hash) when at the default
+KERNEL_FIELDS_ADDED_LATER = {"keep_tiling": False, "prefetch": False, "state_double_buffer": False,
+                             "kernel_version": "vector"}
+
+
 class Scenario(_Section):
     """A validated scenario. Build with ``load_scenario`` or ``Scenario.from_dict`` (errors -> InputError)."""
 
@@ -93,6 +99,9 @@ class Scenario(_Section):
         dict loads again with ``Scenario.from_dict`` and describes exactly the simulated launch.
         """
         d = self.model_dump(mode="json", exclude={"study"})  # a study samples many launches; not this one's
+        for key, default in KERNEL_FIELDS_ADDED_LATER.items():    # at their defaults: earlier hashes stay valid
+            if d["kernel"].get(key) == default:
+                del d["kernel"][key]
         d["shape"]["scale_value"] = self.shape.resolved_scale()
         lengths = self.lengths()
         d["workload"] = {"lengths": lengths.tolist(), "batch": int(lengths.size),

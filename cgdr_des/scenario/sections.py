@@ -130,6 +130,22 @@ class Kernel(_Section):
     keep_tiling: bool = False
     prefetch: bool = False
     state_double_buffer: bool = False
+    #: which program runs: the vector-only kernel (!1108), the Cube-era kernel (!1174,
+    #: docs/kernel-cube.md), or the Cube-era kernel before !1174 (no M_V / V_M around the L0C drains)
+    kernel_version: Literal["vector", "cube", "cube-pre1174"] = "vector"
+
+    @model_validator(mode="after")
+    def _cube_variant(self):
+        if self.kernel_version == "vector":
+            return self
+        if self.buffer_num != 1:
+            raise ValueError(f"buffer_num {self.buffer_num} with kernel_version {self.kernel_version!r}: "
+                             "the Cube-era kernel has BUFFER_NUM = 1 only")
+        for name in ("keep_tiling", "prefetch", "state_double_buffer"):
+            if getattr(self, name):
+                raise ValueError(f"{name} = true with kernel_version {self.kernel_version!r}: the "
+                                 "double-buffering variants are variants of the vector kernel only")
+        return self
 
     def tiling_options(self) -> dict[str, Any]:
         """The keyword arguments of ``compute_tiling`` / ``make_launch`` this section sets."""

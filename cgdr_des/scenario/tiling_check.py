@@ -27,12 +27,28 @@ def validate_tiling(sc: Scenario):
         profile = load_profile(sc.profile_ref(), dict(sc.hardware.overrides) or None)
     lengths = sc.lengths()
     s = sc.shape
+    if sc.kernel.kernel_version != "vector":
+        return _validate_cube_tiling(sc, profile, lengths)
     with _prefixed("tiling"):
         tiling = compute_tiling(t=int(lengths.sum()), hqk=s.nk, dk=s.dk, hv=s.nv, dv=s.dv,
                                 batch=int(lengths.size), ub_size=profile_ub_bytes(profile),
                                 aiv_num=profile_core_count(profile), has_gamma=s.has_gamma,
                                 **sc.kernel.tiling_options())
         static_diagnostics(tiling)
+    _check_cores(sc, tiling.block_dim)
+    return tiling
+
+
+def _validate_cube_tiling(sc: Scenario, profile, lengths):
+    """The Cube-era host tiling (kernel_version cube / cube-pre1174) at load."""
+    from cgdr_des.kernel.cube.tiling import compute_cube_tiling
+
+    s = sc.shape
+    with _prefixed("tiling"):
+        tiling = compute_cube_tiling(t=int(lengths.sum()), hqk=s.nk, dk=s.dk, hv=s.nv, dv=s.dv,
+                                     batch=int(lengths.size), ub_size=profile_ub_bytes(profile),
+                                     aiv_num=profile_core_count(profile), has_gamma=s.has_gamma,
+                                     kernel_version=sc.kernel.kernel_version)
     _check_cores(sc, tiling.block_dim)
     return tiling
 
