@@ -25,7 +25,6 @@ from cgdr_des.workload.lengths import MAX_LENGTH as MAX_TOKENS
 from cgdr_des.workload.lengths import sample_lengths
 from cgdr_des.workload.lengths_csv import read_lengths_csv
 
-
 #: ``[kernel]`` fields added after scenario hashes were first published, with their defaults: left out
 #: of the resolved dict (and so of the hash) when at the default
 KERNEL_FIELDS_ADDED_LATER = {"keep_tiling": False, "prefetch": False, "state_double_buffer": False,
