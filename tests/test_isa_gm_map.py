@@ -67,7 +67,8 @@ def test_tensors_of_one_launch_never_share_a_cache_line():
 @pytest.mark.parametrize("event", isa.HARD_EVENTS)
 def test_every_hard_event_names_a_setting_and_a_waiting_pipe(event):
     src, dst = isa.event_pipes(event)
-    assert src in isa.PIPES and dst in isa.PIPES
+    pipes = isa.PIPES + isa.CUBE_PIPES
+    assert src in pipes and dst in pipes
     assert f"{src}_{dst}" == event
 
 

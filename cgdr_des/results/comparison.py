@@ -14,9 +14,9 @@ from typing import Any
 
 import pandas as pd
 
+from cgdr_des.isa import PIPES
 from cgdr_des.results.attribution import PARTS, AttributionUnavailable, attribute_result
 
-PIPES = ("S", "V", "MTE2", "MTE3")
 SUMMARY = ("makespan_cycles", "makespan_us", "imbalance", "finish_p99_cycles", "util_S", "util_V",
            "util_MTE2", "util_MTE3")
 _COUNTS = ("makespan_cycles", "v_step", "v_tiles", "ub_used_bytes", "ub_bytes", "critical_core", "barrier_V",

@@ -33,11 +33,11 @@ import numpy as np
 import pandas as pd
 
 from cgdr_des.hw.machine import OP_COLUMNS, SPAN_COLUMNS
+from cgdr_des.isa import PIPES
 from cgdr_des.results import metrics
 from cgdr_des.results.result import Result
 
 ITEM_COLUMNS = ("batch", "head", "vtile", "seqlen", "core", "start", "end")
-PIPES = ("S", "V", "MTE2", "MTE3")
 CORE_COLUMNS = ("core", "items", "tokens", "finish", *(f"busy_{p}" for p in PIPES),
                 *(f"stall_{p}" for p in PIPES))
 PROVENANCE = ("scenario_name", "scenario_hash", "hardware", "policy", "buffer_num", "fidelity", "numerics")
