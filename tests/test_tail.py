@@ -30,7 +30,7 @@ SHAPE = {"nk": 1, "nv": 2, "dk": 32, "dv": 32}
 #: The smallest shape whose V-tiles are split on every shipped profile (one head, two tiles).
 SPLIT = {"nk": 1, "nv": 1, "dk": 64, "dv": 256}
 #: The surrogate's measured worst on split V-tiles when policies scatter a head's tiles (docs/tail.md).
-SPLIT_SCATTER_BOUND = 0.025
+SPLIT_SCATTER_BOUND = 0.005
 #: The 910B profiles report the kernel's flag double-sets unless told to count them (as on 310P).
 COUNTER = {"flag_double_set": "counter"}
 

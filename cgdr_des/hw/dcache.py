@@ -56,6 +56,25 @@ class DataCache:
         self.hits += n_hit
         return tuple(out)
 
+    def pattern(self, accesses) -> bytes:
+        """:meth:`access` each ``(addr, nbytes, ...)`` in order, as :meth:`hits_of` does; which of them
+        hit, one byte (1 hit, 0 miss) per access: a compact key for the phase compiler. An access
+        within the line the previous one ended in hits without an LRU update (that line is already
+        the most recent), which keeps a row of 2-byte reads at one dictionary lookup per line."""
+        lines, line_bytes, out = self.lines, self.line_bytes, bytearray(len(accesses))
+        last, n_hit = -1, 0
+        for k, acc in enumerate(accesses):
+            addr, nbytes = acc[0], acc[1]
+            line, off = divmod(addr, line_bytes)
+            if line == last and off + nbytes <= line_bytes:
+                out[k], n_hit = 1, n_hit + 1
+                continue
+            hit = self.access(addr, nbytes)
+            out[k] = hit
+            last = (addr + max(nbytes, 1) - 1) // line_bytes
+        self.hits += n_hit
+        return bytes(out)
+
     def state(self) -> tuple:
         """What the cache holds: its lines in LRU order and its hit / miss counters."""
         return self.lines.copy(), self.hits, self.misses

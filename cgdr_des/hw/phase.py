@@ -38,7 +38,9 @@ a single record.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 
 from cgdr_des.errors import KernelDiagnostic
 from cgdr_des.hw.compute_run import ComputeRunTimer, RunTiming
@@ -140,15 +142,55 @@ class PhaseCompiler:
     def __init__(self, profile: Profile, name: str = "compute", *, exact_machine: bool = False) -> None:
         self.profile, self.name = profile, name
         self.machine = Machine(profile, keep_ops=False)
-        self.dcache = DataCache(profile.dcache_line_bytes, profile.dcache_bytes)
+        self.shared_dcache = self.dcache = self._new_cache()
+        self.core_dcaches: dict[int, DataCache] = {}
         self.timer = None if exact_machine else ComputeRunTimer(profile)
         self.compiled_runs = 0
         self.kept_runs = 0
 
-    def compile(self, records: list) -> list:
+    def _new_cache(self) -> DataCache:
+        return DataCache(self.profile.dcache_line_bytes, self.profile.dcache_bytes)
+
+    def core_dcache(self, core: int) -> DataCache:
+        """Core ``core``'s own data cache, as the per-core compile keeps it (see :meth:`occurrence`)."""
+        cache = self.core_dcaches.get(core)
+        if cache is None:
+            cache = self.core_dcaches[core] = self._new_cache()
+        return cache
+
+    def compile(self, records: list, core: int | None = None) -> list:
+        """``records`` with their compute runs replaced by Macros, timed against the compiler's shared
+        data cache, or against core ``core``'s own when given."""
+        self.dcache = self.shared_dcache if core is None else self.core_dcache(core)
         records = records if type(records) is list else list(records)
         out = self._compile_machine(expand(records)) if self.timer is None else self._compile_fast(records)
         return merge_dma_runs(out)
+
+    def touch(self, records: list, core: int) -> bytes:
+        """Pass ``records``' GM accesses through core ``core``'s own data cache; their hit pattern."""
+        accesses = gm_accesses(records)
+        return self.core_dcache(core).pattern(accesses) if accesses else b""
+
+    def occurrence(self, records: list, core: int) -> tuple[bytes, Callable[[], list]]:
+        """One occurrence of a phase on core ``core``, for a per-core compile cache: its GM accesses
+        go through the core's own data cache (left as after them, as at ``instr`` fidelity), and the
+        hit pattern comes back with a function that compiles the records as from the cache before
+        them (the phase's timing depends on the cache only through that pattern)."""
+        cache = self.core_dcache(core)
+        accesses = gm_accesses(records)
+        if not accesses:
+            return b"", partial(self.compile, records, core)
+        saved = cache.state()
+        pattern = cache.pattern(accesses)
+
+        def compile_here() -> list:
+            after = cache.state()
+            cache.restore(saved)
+            out = self.compile(records, core)
+            cache.restore(after)    # explicit ScalarGm records, which no run times, are in it too
+            return out
+
+        return pattern, compile_here
 
     def macro(self, run: list) -> TimedMacro:
         """Time ``run`` alone on an idle core; raises KernelDiagnostic if it cannot run alone.
@@ -233,6 +275,21 @@ class PhaseCompiler:
             return run
         self.compiled_runs += 1
         return [m]
+
+
+def gm_accesses(records: list) -> list[tuple]:
+    """Every ScalarGm's ``(addr, nbytes, store)`` in ``records``, in program order, each Repeat's
+    declared ones (``Repeat.gm``) included."""
+    out: list = []
+    for rec in records:
+        t = type(rec)
+        if t is ScalarGm:
+            out.append((rec.addr, rec.nbytes, rec.store))
+        elif t is Repeat and rec.gm is not None:
+            gm = rec.gm
+            for i in range(rec.n):
+                out += gm(i)
+    return out
 
 
 def _run_end(records: list, i: int) -> int:
