@@ -61,7 +61,7 @@ class DataCache:
         hit, one byte (1 hit, 0 miss) per access: a compact key for the phase compiler. An access
         within the line the previous one ended in hits without an LRU update (that line is already
         the most recent), which keeps a row of 2-byte reads at one dictionary lookup per line."""
-        lines, line_bytes, out = self.lines, self.line_bytes, bytearray(len(accesses))
+        line_bytes, out = self.line_bytes, bytearray(len(accesses))
         last, n_hit = -1, 0
         for k, acc in enumerate(accesses):
             addr, nbytes = acc[0], acc[1]
