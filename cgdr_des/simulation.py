@@ -78,7 +78,7 @@ class CoreCompileStage(ReuseStage):
 
     def first(self, key: tuple, records: list) -> list:
         pattern, compile_here = self.stage.compiler.occurrence(records, self.core)
-        if not pattern:
+        if pattern is None:
             compiled = self.cache[key] = compile_here()
             return compiled
         compiled = self.stage.variants.get((key, pattern))

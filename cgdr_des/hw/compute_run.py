@@ -63,6 +63,7 @@ from typing import NamedTuple
 from cgdr_des.errors import KernelDiagnostic
 from cgdr_des.hw.compute_state import ScanState, Totals
 from cgdr_des.hw.costs import scalar_kind_cycles, vec_params
+from cgdr_des.hw.dcache import L2_HIT
 from cgdr_des.hw.profile import Profile
 from cgdr_des.hw.rules import (
     arrival,
@@ -72,7 +73,7 @@ from cgdr_des.hw.rules import (
     hand_over,
     scalar_exp,
     scalar_flag_set,
-    scalar_gm,
+    scalar_gm_l2,
     set_while_set,
     vec_call_scalar,
     vec_op,
@@ -105,7 +106,7 @@ class ComputeRunTimer:
         self.consts = (p.kernel_launch_cycles, p.flag_cycles, vec_call, p.scalar_dispatch_cycles,
                        p.queue_depth, p.event_ids_per_hard_event, p.flag_double_set == "stall",
                        p.flag_double_set == "diagnostic", vec_params(p), scalar_kind_cycles(p),
-                       p.scalar_ub_load_cycles, p.scalar_ub_store_cycles, p.dcache_miss_cycles)
+                       p.scalar_ub_load_cycles, p.scalar_ub_store_cycles, p.dcache_miss_cycles, p.l2_hit_cycles)
 
     def time(self, run: list, dcache) -> RunTiming:
         """The numbers of ``run`` (all compute records); KernelDiagnostic if it cannot be timed here."""
@@ -138,7 +139,7 @@ class ComputeRunTimer:
         sets in ``pend`` and its consume cycles in ``cons``). WaitFlags are not counted: a run that
         ends without a raise is balanced, so each event has as many waits as sets.
         """
-        (_, f, api, disp, _, n_ids, stall_policy, diag_double, vp, kc, gm_ld, gm_st, gm_miss) = self.consts
+        (_, f, api, disp, _, n_ids, stall_policy, diag_double, vp, kc, gm_ld, gm_st, gm_miss, l2_hit) = self.consts
         access, lines, line_bytes = dcache.access, dcache.lines, dcache.line_bytes
         to_end = lines.move_to_end
         (t, free, done, cov, s_stall, v_busy, v_stall, n_vec, n_bar, n_ld, n_st, first, n_v) = st.scalars()
@@ -168,14 +169,14 @@ class ComputeRunTimer:
                     dcache.hits += 1
                     hit = True
                 else:
-                    hit = access(addr, nb)
+                    hit = access(addr, nb) or (L2_HIT if dcache.in_l2 else False)
                 if seen is not None:
                     seen.append(hit)
                 if rec.store:
                     n_st += 1
                 else:
                     n_ld += 1
-                t += scalar_gm(hit, rec.store, gm_ld, gm_st, gm_miss)
+                t += scalar_gm_l2(hit is True, hit == L2_HIT, rec.store, gm_ld, gm_st, gm_miss, l2_hit)
                 continue
             if typ is VecOp:
                 try:
@@ -321,7 +322,7 @@ class ComputeRunTimer:
         """What ScalarGm ``accesses`` ((addr, nbytes, store) each) cost S, given which of them hit."""
         p = self.profile
         gm_ld, gm_st, gm_miss = p.scalar_ub_load_cycles, p.scalar_ub_store_cycles, p.dcache_miss_cycles
-        return sum(scalar_gm(hit, store, gm_ld, gm_st, gm_miss)
+        return sum(scalar_gm_l2(hit is True, hit == L2_HIT, store, gm_ld, gm_st, gm_miss, p.l2_hit_cycles)
                    for (_, _, store), hit in zip(accesses, hits, strict=True))
 
     def _walked_costs(self, rep: Repeat, i: int, seen: list | None) -> tuple | None:
@@ -341,7 +342,7 @@ class ComputeRunTimer:
         if rep.gm is None:
             return True
         accesses = rep.gm(i)
-        if all(like[1]):      # all hits: checked without touching, then touched
+        if all(hit is True for hit in like[1]):      # all hits: checked without touching, then touched
             return dcache.hit_all(accesses)
         saved = dcache.state()
         if dcache.hits_of(accesses) == like[1]:
