@@ -40,8 +40,8 @@ across cores): each core has its own cache, as on the chip, and every occurrence
 reads GM by scalar passes its own accesses through it, so each core's hits and misses are exactly
 ``instr``'s; a compiled phase is reused only by occurrences whose accesses hit and miss alike (the
 caller keys its cache by the hit pattern). The shared cache is wrong where cores read the same lines
-(sibling V-tiles, GQA heads) and where a later occurrence's lines were evicted or not, but it pins
-the golden cycle counts of unsplit launches, so it stays their default.
+(sibling V-tiles) and where a later occurrence's lines were evicted or not; it stays the default of
+launches that do not split V-tiles, whose golden cycle counts it pins (tests/test_golden.py).
 """
 
 from __future__ import annotations
