@@ -126,20 +126,24 @@ class DataCache:
         return tuple(out)
 
     def pattern(self, accesses) -> bytes:
-        """:meth:`access` each ``(addr, nbytes, ...)`` in order, as :meth:`hits_of` does; which of them
-        hit, one byte (1 hit, 0 miss) per access: a compact key for the phase compiler. An access
-        within the line the previous one ended in hits without an LRU update (that line is already
-        the most recent), which keeps a row of 2-byte reads at one dictionary lookup per line."""
-        line_bytes, out = self.line_bytes, bytearray(len(accesses))
-        last, n_hit = -1, 0
-        for k, acc in enumerate(accesses):
-            addr, nbytes = acc[0], acc[1]
-            line, off = divmod(addr, line_bytes)
-            if line == last and off + nbytes <= line_bytes:
-                out[k], n_hit = 1, n_hit + 1
+        """:meth:`access` each ``(addr, nbytes, ...)`` in order, as :meth:`hits_of` does; how each
+        went, one byte per access (1 hit, 2 an L2 hit, 0 a miss): a compact key for the phase
+        compiler. An access within the line the previous one ended in hits without an LRU update
+        (that line is already the most recent): a row of 2-byte reads costs one lookup per line and
+        two comparisons per read."""
+        line_bytes, out = self.line_bytes, bytearray(b"\x01") * len(accesses)
+        lo = hi = -1        # the bytes of the line the previous access ended in
+        n_hit, k = 0, -1
+        for acc in accesses:
+            k += 1
+            addr = acc[0]
+            if lo <= addr and addr + acc[1] <= hi:
+                n_hit += 1
                 continue
+            nbytes = acc[1]
             out[k] = self.outcome(addr, nbytes)
-            last = (addr + max(nbytes, 1) - 1) // line_bytes
+            lo = (addr + max(nbytes, 1) - 1) // line_bytes * line_bytes
+            hi = lo + line_bytes
         self.hits += n_hit
         return bytes(out)
 
