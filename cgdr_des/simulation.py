@@ -35,18 +35,57 @@ class CompileStage(ReuseStage):
     PhaseCompiler: its scalar+vector runs timed once and replaced by Macros); later occurrences reuse
     the compiled records and only compute their numbers. What that loses is each later occurrence's
     own GM addresses (DMA alignment, data-cache lines) and ScalarExp arguments. One stage serves
-    every core of a launch."""
+    every core of a launch.
+
+    ``per_core`` (launches that split V-tiles: sibling tiles on different cores read the same K and
+    Q rows by scalar): each core keeps its own data cache, which every occurrence of a phase that
+    reads GM by scalar passes through (such a phase is built each time), and a compiled phase is
+    reused only where its accesses hit and miss alike (docs/architecture.md §2.5)."""
 
     emit = True
 
-    def __init__(self, compiler) -> None:
+    def __init__(self, compiler, *, per_core: bool = False) -> None:
         self.compiler = compiler
         self.repeats = bool(getattr(compiler, "accepts_repeat", False))
         self.cache: dict[tuple, list] = {}
+        self.per_core = per_core
+        self.variants: dict[tuple, list] = {}   # (key, hit pattern) -> compiled, for per_core
 
     def first(self, key: tuple, records: list) -> list:
         """Compile a key's first occurrence and keep it for every later one."""
         compiled = self.cache[key] = self.compiler.compile(records)
+        return compiled
+
+    def for_core(self, core: int):
+        """The stage core ``core``'s program uses: this one, or its per-core view."""
+        return CoreCompileStage(self, core) if self.per_core else self
+
+
+class CoreCompileStage(ReuseStage):
+    """One core's view of a ``per_core`` :class:`CompileStage`: phases without a GM read by scalar
+    are compiled once for every core, the others per (key, hit pattern) against the core's cache."""
+
+    emit = True
+
+    def __init__(self, stage: CompileStage, core: int) -> None:
+        self.stage, self.core = stage, core
+        self.repeats = stage.repeats
+        self.cache = stage.cache
+
+    def __call__(self, item):
+        if type(item) is list:      # the scan's length reads go through the core's cache too
+            self.stage.compiler.touch(item, self.core)
+            return item
+        return super().__call__(item)
+
+    def first(self, key: tuple, records: list) -> list:
+        pattern, compile_here = self.stage.compiler.occurrence(records, self.core)
+        if pattern is None:
+            compiled = self.cache[key] = compile_here()
+            return compiled
+        compiled = self.stage.variants.get((key, pattern))
+        if compiled is None:
+            compiled = self.stage.variants[(key, pattern)] = compile_here()
         return compiled
 
 
@@ -121,10 +160,11 @@ def run_launch(launch, prof, *, policy, fidelity, meta=None, progress=None, scen
     keep_ops = estimated_rows(launch, fidelity) <= OPS_ROW_LIMIT
     launch.raw_interlock = check_timing_fields(prof, fidelity)
     numbers_apart = fidelity == "phase" and batched_numbers and launch.numerics != "off"
-    stage = CompileStage(PhaseCompiler(prof)) if fidelity == "phase" else ReuseStage()
+    stage = CompileStage(PhaseCompiler(prof), per_core=should_split(launch)) if fidelity == "phase" else ReuseStage()
     if numbers_apart:
         compute_numbers(launch)
-    programs = [core_program(launch, i, numbers=not numbers_apart, assigned=assigned, on_item=on_item, stage=stage)
+    programs = [core_program(launch, i, numbers=not numbers_apart, assigned=assigned, on_item=on_item,
+                             stage=stage.for_core(i) if fidelity == "phase" else stage)
                 for i, assigned in enumerate(core_assignments(launch, policy, assignment))]
     run = Machine(prof, keep_ops=keep_ops).run(programs)
     if progress is not None:

@@ -81,7 +81,7 @@ def test_machine_and_timer_share_the_rule_table():
     machine = _imported_rules(scalar) | _imported_rules(pipes)
     timer = _imported_rules(compute_run)
     shared = {"vec_op", "barrier", "flag_set", "flag_wait", "scalar_flag_set", "set_while_set", "hand_over",
-              "scalar_gm", "scalar_exp", "arrival"}
+              "scalar_gm_l2", "scalar_exp", "arrival"}
     assert shared <= machine and shared <= timer
     table = {name for name in dir(rules) if callable(getattr(rules, name)) and not name.startswith("_")}
     for module in (scalar, pipes, compute_run):

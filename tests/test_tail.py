@@ -29,8 +29,6 @@ from cgdr_des.tail.checks import CHECK_BOUND
 SHAPE = {"nk": 1, "nv": 2, "dk": 32, "dv": 32}
 #: The smallest shape whose V-tiles are split on every shipped profile (one head, two tiles).
 SPLIT = {"nk": 1, "nv": 1, "dk": 64, "dv": 256}
-#: The surrogate's measured worst on split V-tiles when policies scatter a head's tiles (docs/tail.md).
-SPLIT_SCATTER_BOUND = 0.025
 #: The 910B profiles report the kernel's flag double-sets unless told to count them (as on 310P).
 COUNTER = {"flag_double_set": "counter"}
 
@@ -90,12 +88,12 @@ def test_split_tiles_of_one_head_running_together_within_half_a_percent(profile,
 @settings(max_examples=3, deadline=None, derandomize=True)
 @given(lengths=st.lists(st.integers(1, 300), min_size=2, max_size=4),
        policy=st.sampled_from(["greedy", "round_robin", "cost_lpt"]))
-def test_split_tiles_on_random_batches_within_the_measured_limit(profile, lengths, policy):
-    """Which sibling tile is timed first in a launch is not modelled: scattering policies stay within
-    the measured 2.5 % (the study's check warns beyond 0.5 %)."""
+def test_split_tiles_on_random_batches_within_half_a_percent(profile, lengths, policy):
+    """Scattering policies too: at phase fidelity each core keeps its own data cache, so an item's
+    duration no longer depends on which sibling tile was timed first in the launch."""
     costs = calibrate(profile, **SPLIT, overrides=overrides(profile))
     finish, ran = phase_finish(profile, lengths, policy, shape=SPLIT)
-    assert within(estimate(costs, np.array([lengths]), policy), finish, ran, SPLIT_SCATTER_BOUND)
+    assert within(estimate(costs, np.array([lengths]), policy), finish, ran, CHECK_BOUND)
 
 
 def test_split_tiles_together_are_never_slower_and_bound_the_makespan():

@@ -63,6 +63,7 @@ from typing import NamedTuple
 from cgdr_des.errors import KernelDiagnostic
 from cgdr_des.hw.compute_state import ScanState, Totals
 from cgdr_des.hw.costs import scalar_kind_cycles, vec_params
+from cgdr_des.hw.dcache import L2_HIT
 from cgdr_des.hw.profile import Profile
 from cgdr_des.hw.rules import (
     arrival,
@@ -72,14 +73,12 @@ from cgdr_des.hw.rules import (
     hand_over,
     scalar_exp,
     scalar_flag_set,
-    scalar_gm,
+    scalar_gm_l2,
     set_while_set,
     vec_call_scalar,
     vec_op,
 )
 from cgdr_des.isa import PipeBarrier, Repeat, Scalar, ScalarGm, SetFlag, VecOp, WaitFlag
-
-_VEC, _BAR, _SET, _WAIT = range(4)   # what V does with an entry S handed over
 
 
 class RunTiming(NamedTuple):
@@ -105,7 +104,7 @@ class ComputeRunTimer:
         self.consts = (p.kernel_launch_cycles, p.flag_cycles, vec_call, p.scalar_dispatch_cycles,
                        p.queue_depth, p.event_ids_per_hard_event, p.flag_double_set == "stall",
                        p.flag_double_set == "diagnostic", vec_params(p), scalar_kind_cycles(p),
-                       p.scalar_ub_load_cycles, p.scalar_ub_store_cycles, p.dcache_miss_cycles)
+                       p.scalar_ub_load_cycles, p.scalar_ub_store_cycles, p.dcache_miss_cycles, p.l2_hit_cycles)
 
     def time(self, run: list, dcache) -> RunTiming:
         """The numbers of ``run`` (all compute records); KernelDiagnostic if it cannot be timed here."""
@@ -129,25 +128,15 @@ class ComputeRunTimer:
 
     def _walk(self, records: list, start: int, st: ScanState, dcache, seen: list | None = None) -> int:
         """Advance ``st`` through ``records[start:]`` up to the first record outside the compute subset;
-        returns its index (``len(records)`` if none). ``seen``: where to note whether each ScalarGm hit.
-
-        One loop over the records, state in locals (it runs once per record of every compiled run),
-        put back in ``st`` around a Repeat (:meth:`_repeat`) and at the end. Scalar work is done
-        inline; a VecOp, a barrier or a flag V executes falls through to the shared hand-over at the
-        bottom with ``code`` (a VecOp's issue and latency cycles in ``iss``, ``lat``; a flag's pending
-        sets in ``pend`` and its consume cycles in ``cons``). WaitFlags are not counted: a run that
-        ends without a raise is balanced, so each event has as many waits as sets.
-        """
-        (_, f, api, disp, _, n_ids, stall_policy, diag_double, vp, kc, gm_ld, gm_st, gm_miss) = self.consts
-        access, lines, line_bytes = dcache.access, dcache.lines, dcache.line_bytes
-        to_end = lines.move_to_end
+        returns its index (``len(records)`` if none). ``seen``: where to note how each ScalarGm went.
+        State in locals (this runs once per record of every compiled run) for Scalar, ScalarGm, VecOp
+        and PipeBarrier<V>, nearly every record; a flag or a Repeat goes to :meth:`_sync` on ``st``."""
+        (_, _, api, disp, _, _, _, _, vp, kc, gm_ld, gm_st, gm_miss, l2_hit) = self.consts
+        access, lines, line_bytes, to_end = dcache.access, dcache.lines, dcache.line_bytes, dcache.lines.move_to_end
         (t, free, done, cov, s_stall, v_busy, v_stall, n_vec, n_bar, n_ld, n_st, first, n_v) = st.scalars()
-        ring, flags, n_sets, scalar_n = st.ring, st.flags, st.n_sets, st.scalar_n
-        ring_append, scalar_get = ring.append, scalar_n.get
-        rest = records[start:]
-        it = iter(rest)
-        stop = len(records)
-        for rec in it:
+        ring, ring_append, scalar_n, scalar_get = st.ring, st.ring.append, st.scalar_n, st.scalar_n.get
+        for i in range(start, len(records)):
+            rec = records[i]
             typ = type(rec)
             if typ is Scalar:
                 k, n = rec.kind, rec.count
@@ -157,8 +146,7 @@ class ComputeRunTimer:
                     raise KernelDiagnostic(f"Scalar count {n!r} is negative")
                 scalar_n[k] = scalar_get(k, 0) + n
                 t += c
-                continue
-            if typ is ScalarGm:
+            elif typ is ScalarGm:
                 # DataCache.access's hit on one resident line, inline: a chunk's first build makes
                 # ~50 000 of these and the call was 40 % of the scan; anything else goes through it
                 addr, nb = rec.addr, rec.nbytes
@@ -168,84 +156,81 @@ class ComputeRunTimer:
                     dcache.hits += 1
                     hit = True
                 else:
-                    hit = access(addr, nb)
+                    hit = access(addr, nb) or (L2_HIT if dcache.in_l2 else False)
                 if seen is not None:
                     seen.append(hit)
-                if rec.store:
-                    n_st += 1
+                n_st += rec.store
+                n_ld += not rec.store
+                t += scalar_gm_l2(hit is True, hit == L2_HIT, rec.store, gm_ld, gm_st, gm_miss, l2_hit)
+            elif typ is VecOp or (typ is PipeBarrier and rec.pipe == "V"):
+                if typ is VecOp:
+                    params = _vec_params(vp, rec)
+                    t += api        # the mask set-up before the hand-over
+                t, stall = hand_over(t, ring[0], disp)
+                s_stall += stall
+                n_v += 1
+                if typ is VecOp:
+                    a, free, end, added, cov = vec_op(free, t, rec.n, params, cov)
+                    v_busy += added
+                    n_vec += 1
+                    ring_append(a)
                 else:
-                    n_ld += 1
-                t += scalar_gm(hit, rec.store, gm_ld, gm_st, gm_miss)
-                continue
-            if typ is VecOp:
-                try:
-                    params = vp[rec.dtype][rec.op]
-                except KeyError:
-                    raise KernelDiagnostic(f"VecOp {rec.op!r} / {rec.dtype!r} has no cost") from None
-                t += api        # the mask set-up before the hand-over
-                code = _VEC
-                n_vec += 1
-            elif typ is SetFlag or typ is WaitFlag:
-                ev, rid = rec.event, rec.id
-                state = flags.get(ev)
-                if state is None or type(rid) is not int:
-                    # a flag shared with another pipe, or a fetched id: the run ends before this record
-                    stop = start + len(rest) - it.__length_hint__() - 1
-                    break
-                if not 0 <= rid < n_ids:
-                    raise KernelDiagnostic(f"{ev}: event id {rid} outside 0..{n_ids - 1}")
-                pend, cons = state[0][rid], state[1]
-                is_set = typ is SetFlag
-                if is_set:
-                    n_sets[ev] += 1
-                elif not pend:
-                    raise KernelDiagnostic(f"WaitFlag<{ev}>({rid}) has no earlier SetFlag in the run")
-                if ev == ("S_V" if is_set else "V_S"):      # the scalar unit's own side
-                    t, stall = _s_flag(is_set, pend, cons, rid, ev, t, f, stall_policy, diag_double)
-                    s_stall += stall
-                    continue
-                code = _SET if is_set else _WAIT            # V sets V_S, V_V and waits S_V, V_V
-            elif typ is PipeBarrier and rec.pipe == "V":
-                code = _BAR
-                n_bar += 1
-            elif typ is Repeat:
+                    a = arrival(free, t)
+                    end = free = barrier(a, done)
+                    v_stall += end - a
+                    n_bar += 1
+                    ring_append(end)
+                first = a if first is None else first
+                done = end if end > done else done
+            else:
                 st.put(t, free, done, cov, s_stall, v_busy, v_stall, n_vec, n_bar, n_ld, n_st, first, n_v)
-                self._repeat(rec, st, dcache)
+                if not self._sync(rec, typ, st, dcache):
+                    return i
                 (t, free, done, cov, s_stall, v_busy, v_stall, n_vec, n_bar, n_ld, n_st, first, n_v) = st.scalars()
-                continue
-            else:
-                stop = start + len(rest) - it.__length_hint__() - 1
-                break
-            # hand-over to V (waiting for a queue slot), and V executing the entry
-            t, stall = hand_over(t, ring[0], disp)
-            s_stall += stall
-            n_v += 1
-            if code == _VEC:
-                a, free, end, added, cov = vec_op(free, t, rec.n, params, cov)
-                v_busy += added
-                ring_append(a)
-                if first is None:
-                    first = a
-                if end > done:
-                    done = end
-                continue
-            a = arrival(free, t)
-            if first is None:
-                first = a
-            if code == _BAR:
-                end = free = barrier(a, done)
-                v_stall += end - a
-                ring_append(end)
-            else:
-                free, end, deq, stall, added, cov = _v_flag(code == _SET, a, done, cov, pend, cons, rid, ev, f,
-                                                            diag_double)
-                v_stall += stall
-                v_busy += added
-                ring_append(deq)
-            if end > done:
-                done = end
         st.put(t, free, done, cov, s_stall, v_busy, v_stall, n_vec, n_bar, n_ld, n_st, first, n_v)
-        return stop
+        return len(records)
+
+    def _sync(self, rec, typ, st: ScanState, dcache) -> bool:
+        """A SetFlag / WaitFlag of the run, or a Repeat, applied to ``st``; False (``st`` untouched)
+        if ``rec`` ends the run: a record outside the compute subset, or a flag shared with another
+        pipe or on a fetched id."""
+        if typ is Repeat:
+            self._repeat(rec, st, dcache)
+            return True
+        if typ is not SetFlag and typ is not WaitFlag:
+            return False
+        ev, rid = rec.event, rec.id
+        state = st.flags.get(ev)
+        if state is None or type(rid) is not int:
+            return False
+        f, n_ids, stall_policy, diag_double = self.consts[1], self.consts[5], self.consts[6], self.consts[7]
+        if not 0 <= rid < n_ids:
+            raise KernelDiagnostic(f"{ev}: event id {rid} outside 0..{n_ids - 1}")
+        pend, cons = state[0][rid], state[1]
+        is_set = typ is SetFlag
+        if is_set:
+            st.n_sets[ev] += 1
+        elif not pend:
+            raise KernelDiagnostic(f"WaitFlag<{ev}>({rid}) has no earlier SetFlag in the run")
+        if ev == ("S_V" if is_set else "V_S"):      # the scalar unit's own side
+            st.t, stall = _s_flag(is_set, pend, cons, rid, ev, st.t, f, stall_policy, diag_double)
+            st.s_stall += stall
+            return True
+        # V sets V_S, V_V and waits S_V, V_V: handed over like any entry, then executed by V
+        st.t, stall = hand_over(st.t, st.ring[0], self.consts[3])
+        st.s_stall += stall
+        st.n_v += 1
+        a = arrival(st.free, st.t)
+        if st.first is None:
+            st.first = a
+        st.free, end, deq, stall, added, st.cov = _v_flag(is_set, a, st.done, st.cov, pend, cons, rid, ev, f,
+                                                          diag_double)
+        st.v_stall += stall
+        st.v_busy += added
+        st.ring.append(deq)
+        if end > st.done:
+            st.done = end
+        return True
 
     def _repeat(self, rep: Repeat, st: ScanState, dcache) -> None:
         """Run ``rep``'s iterations on ``st``; once one leaves the relative state unchanged, add the
@@ -321,7 +306,7 @@ class ComputeRunTimer:
         """What ScalarGm ``accesses`` ((addr, nbytes, store) each) cost S, given which of them hit."""
         p = self.profile
         gm_ld, gm_st, gm_miss = p.scalar_ub_load_cycles, p.scalar_ub_store_cycles, p.dcache_miss_cycles
-        return sum(scalar_gm(hit, store, gm_ld, gm_st, gm_miss)
+        return sum(scalar_gm_l2(hit is True, hit == L2_HIT, store, gm_ld, gm_st, gm_miss, p.l2_hit_cycles)
                    for (_, _, store), hit in zip(accesses, hits, strict=True))
 
     def _walked_costs(self, rep: Repeat, i: int, seen: list | None) -> tuple | None:
@@ -341,13 +326,21 @@ class ComputeRunTimer:
         if rep.gm is None:
             return True
         accesses = rep.gm(i)
-        if all(like[1]):      # all hits: checked without touching, then touched
+        if all(hit is True for hit in like[1]):      # all hits: checked without touching, then touched
             return dcache.hit_all(accesses)
         saved = dcache.state()
         if dcache.hits_of(accesses) == like[1]:
             return True
         dcache.restore(saved)
         return False
+
+
+def _vec_params(vp: dict, rec: VecOp) -> tuple:
+    """A VecOp's (width, cycles per repeat, latency) from the profile's table."""
+    try:
+        return vp[rec.dtype][rec.op]
+    except KeyError:
+        raise KernelDiagnostic(f"VecOp {rec.op!r} / {rec.dtype!r} has no cost") from None
 
 
 def _scalar_only(st: ScanState, snap: Totals, cons: tuple) -> bool:

@@ -120,6 +120,7 @@ class Core:
         except HwFault as exc:
             raise at(self.cid, idx, span, str(exc)) from None
         read, first_byte, cap = dma_numbers(self.profile, rec)
+        self.dcache.moved(rec)      # its GM lines, now in L2 (docs/timing.md §2.5)
         first_byte = dma_first_byte_cycles(self.profile, read, rec.repeat) if rec.repeat > 1 else first_byte
         if read:
             self.gm_read += rec.nbytes

@@ -1,23 +1,83 @@
-"""The scalar unit's data cache for GlobalTensor GetValue / SetValue (docs/hardware.md rows 16, 40).
+"""The scalar unit's data cache for GlobalTensor GetValue / SetValue (docs/hardware.md rows 16, 40),
+and the L2 lines a core's DataCopy calls moved recently (docs/timing.md §2.5).
 
 Lines of ``line_bytes``; ``capacity_bytes / line_bytes`` of them, fully associative with LRU
 replacement, write-allocate (a SetValue miss fetches the line like a GetValue: the cache is
 write-back). The real DCache's associativity is not published: full associativity is the
 optimistic choice. An access hits when every line it touches is resident.
+
+With an :class:`L2Lines` attached (profile ``l2_scalar_hits``), a miss whose every line a recent
+DataCopy of the same core moved is an L2 hit (:attr:`DataCache.in_l2`, and the outcome
+:data:`L2_HIT` in :meth:`DataCache.hits_of` / :meth:`DataCache.pattern`); the DCache itself behaves
+as without it.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 
+#: The outcome of an access that missed the DCache and found its lines in L2 (hits are True,
+#: misses to GM False).
+L2_HIT = 2
+
+
+class L2Lines:
+    """The GM lines one core's DataCopy calls moved, most recent last: an LRU of ``line_bytes`` lines
+    holding ``capacity_bytes`` (the core's share of the chip's L2). Only transfers feed it (every MTE
+    transfer to or from GM is cached in L2, docs/hardware.md row 9); a scalar read asks it and
+    changes nothing."""
+
+    def __init__(self, line_bytes: int, capacity_bytes: int) -> None:
+        self.line_bytes = line_bytes
+        self.n_lines = max(1, capacity_bytes // line_bytes)
+        self.lines: OrderedDict[int, None] = OrderedDict()
+
+    def moved(self, spans) -> None:
+        """Lines of every ``(addr, nbytes)`` span become the most recent, in order."""
+        lines, lb, n_lines = self.lines, self.line_bytes, self.n_lines
+        for addr, nbytes in spans:
+            for line in range(addr // lb, (addr + max(nbytes, 1) - 1) // lb + 1):
+                lines[line] = None
+                lines.move_to_end(line)
+                if len(lines) > n_lines:
+                    lines.popitem(last=False)
+
+    def holds(self, addr: int, nbytes: int) -> bool:
+        """Whether every line of ``[addr, addr + nbytes)`` is resident."""
+        lb, lines = self.line_bytes, self.lines
+        return all(line in lines for line in range(addr // lb, (addr + max(nbytes, 1) - 1) // lb + 1))
+
+
+def dma_gm_spans(rec) -> list[tuple[int, int]]:
+    """The GM bytes a Dma record's first DataCopy call touches, as ``(addr, nbytes)`` blocks:
+    ``block_count`` blocks of ``block_len`` (32-byte units in DataCopyParams, bytes in
+    DataCopyExtParams), the GM-side stride (``src_stride`` reading, ``dst_stride`` writing) between
+    them. A merged run (``repeat`` > 1, phase fidelity) keeps only its first call's addresses."""
+    p = rec.params
+    ext = type(p).__name__ == "DataCopyExtParams"
+    unit = 1 if ext else 32
+    block = p.block_len * unit
+    stride = (p.src_stride if rec.direction == "GM2UB" else p.dst_stride) * unit
+    if p.block_count <= 1 or block == 0:
+        return [(rec.gm_addr, block or rec.nbytes)]
+    return [(rec.gm_addr + i * (block + stride), block) for i in range(p.block_count)]
+
 
 class DataCache:
-    def __init__(self, line_bytes: int, capacity_bytes: int) -> None:
+    def __init__(self, line_bytes: int, capacity_bytes: int, l2: L2Lines | None = None) -> None:
         self.line_bytes = line_bytes
         self.n_lines = max(1, capacity_bytes // line_bytes)
         self.lines: OrderedDict[int, None] = OrderedDict()
         self.hits = 0
         self.misses = 0
+        self.l2 = l2
+        self.in_l2 = False      # whether the last access that missed found its lines in L2
+        self.l2_hits = 0        # misses that did
+
+    def moved(self, rec) -> None:
+        """A Dma record handed to its MTE: its GM lines become the most recent in L2 (if tracked)."""
+        if self.l2 is not None:
+            self.l2.moved(dma_gm_spans(rec))
 
     def access(self, addr: int, nbytes: int) -> bool:
         """Touch ``[addr, addr + nbytes)``; return True on a hit. Updates LRU order and residency."""
@@ -37,11 +97,20 @@ class DataCache:
             self.hits += 1
         else:
             self.misses += 1
+            self.in_l2 = self.l2 is not None and self.l2.holds(addr, nbytes)
+            self.l2_hits += self.in_l2
         return hit
 
-    def hits_of(self, accesses) -> tuple[bool, ...]:
-        """:meth:`access` each ``(addr, nbytes, ...)`` in order; which of them hit. (A hit within one
-        resident line is handled inline: the phase compiler checks rows of 128 accesses this way.)"""
+    def outcome(self, addr: int, nbytes: int):
+        """:meth:`access`, answered as True (hit), :data:`L2_HIT` or False (a miss to GM)."""
+        if self.access(addr, nbytes):
+            return True
+        return L2_HIT if self.in_l2 else False
+
+    def hits_of(self, accesses) -> tuple:
+        """:meth:`access` each ``(addr, nbytes, ...)`` in order; how each went: True (hit),
+        :data:`L2_HIT` or False. (A hit within one resident line is handled inline: the phase compiler
+        checks rows of 128 accesses this way.)"""
         lines, line_bytes, out, n_hit = self.lines, self.line_bytes, [], 0
         to_end = lines.move_to_end
         for acc in accesses:
@@ -52,19 +121,45 @@ class DataCache:
                 n_hit += 1
                 out.append(True)
             else:
-                out.append(self.access(addr, nbytes))
+                out.append(self.outcome(addr, nbytes))
         self.hits += n_hit
         return tuple(out)
 
+    def pattern(self, accesses) -> bytes:
+        """:meth:`access` each ``(addr, nbytes, ...)`` in order, as :meth:`hits_of` does; how each
+        went, one byte per access (1 hit, 2 an L2 hit, 0 a miss): a compact key for the phase
+        compiler. An access within the line the previous one ended in hits without an LRU update
+        (that line is already the most recent): a row of 2-byte reads costs one lookup per line and
+        two comparisons per read."""
+        line_bytes, out = self.line_bytes, bytearray(b"\x01") * len(accesses)
+        lo = hi = -1        # the bytes of the line the previous access ended in
+        n_hit, k = 0, -1
+        for acc in accesses:
+            k += 1
+            addr = acc[0]
+            if lo <= addr and addr + acc[1] <= hi:
+                n_hit += 1
+                continue
+            nbytes = acc[1]
+            out[k] = self.outcome(addr, nbytes)
+            lo = (addr + max(nbytes, 1) - 1) // line_bytes * line_bytes
+            hi = lo + line_bytes
+        self.hits += n_hit
+        return bytes(out)
+
     def state(self) -> tuple:
-        """What the cache holds: its lines in LRU order and its hit / miss counters."""
-        return self.lines.copy(), self.hits, self.misses
+        """What the cache holds: its lines in LRU order, its counters, and L2's lines."""
+        l2_lines = None if self.l2 is None else self.l2.lines.copy()
+        return self.lines.copy(), self.hits, self.misses, self.l2_hits, l2_lines
 
     def restore(self, saved: tuple) -> None:
         """Back to a :meth:`state`, in place (a scan holding ``lines`` keeps seeing the cache)."""
-        lines, self.hits, self.misses = saved
+        lines, self.hits, self.misses, self.l2_hits, l2_lines = saved
         self.lines.clear()
         self.lines.update(lines)
+        if l2_lines is not None:
+            self.l2.lines.clear()
+            self.l2.lines.update(l2_lines)
 
     def hit_all(self, accesses) -> bool:
         """If every line of every ``(addr, nbytes, ...)`` access is resident: touch them in order and count
@@ -80,3 +175,9 @@ class DataCache:
                 to_end(line)
         self.hits += len(spans)
         return True
+
+
+def data_cache(profile) -> DataCache:
+    """A core's data cache as ``profile`` describes it, with its share of L2 when ``l2_scalar_hits``."""
+    l2 = L2Lines(profile.l2_line_bytes, profile.l2_bytes // profile.aiv_num) if profile.l2_scalar_hits else None
+    return DataCache(profile.dcache_line_bytes, profile.dcache_bytes, l2)

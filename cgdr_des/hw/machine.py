@@ -31,6 +31,7 @@ from simpy.core import EmptySchedule
 from cgdr_des.errors import InputError, KernelDiagnostic
 from cgdr_des.hw.core import Core
 from cgdr_des.hw.costs import scalar_kind_cycles, vec_params
+from cgdr_des.hw.dcache import data_cache
 from cgdr_des.hw.gm import GmBus
 from cgdr_des.hw.profile import Profile, load_profile
 
@@ -113,8 +114,8 @@ class Machine:
         bus = GmBus(env, self.profile.gm_bytes_per_cycle)
         rows: list[tuple] = []
         cores = [Core(i, iter(p), profile=self.profile, env=env, bus=bus, rows=rows, keep_ops=self.keep_ops,
-                      vec_params=self._vec, scalar_costs=self._scalar, dcache=dcaches[i] if dcaches else None,
-                      fixed_costs=self.fixed_costs)
+                      vec_params=self._vec, scalar_costs=self._scalar,
+                      dcache=dcaches[i] if dcaches else data_cache(self.profile), fixed_costs=self.fixed_costs)
                  for i, p in enumerate(programs)]
         errors: list[BaseException] = []
         for core in cores:

@@ -26,24 +26,35 @@ whole span as busy).
 
 What is lost against ``instr``: inside a run, the scalar unit's V->S waits assume V was idle when
 the run began; the run's V work starts only when V has finished issuing what came before (no overlap
-with the previous run's last latency); ScalarGm hits and misses are those of the compiler's own
-data cache, carried from one isolated run to the next in the order the runs are first compiled (the
-program order of the first chunk with each signature), so a phase re-reading lines an earlier phase
-read hits as it does at ``instr`` fidelity. A run
-whose flags are not balanced within it (a set consumed, or a wait satisfied, outside the run) or
-that cannot be timed alone (a diagnostic) is kept explicit, so it is timed exactly; so is a run of
-a single record.
+with the previous run's last latency). On sole chunks of a few tokens that costs up to ~0.6 % of
+makespan. A run whose flags are not balanced within it (a set consumed, or a wait satisfied, outside
+the run) or that cannot be timed alone (a diagnostic) is kept explicit, so it is timed exactly; so
+is a run of a single record.
+
+Data cache, two ways. By default (``compile(records)``) ScalarGm hits and misses are those of the
+compiler's one shared cache, carried from one isolated run to the next in the order the runs are
+first compiled (the program order of the first chunk with each signature), so a phase re-reading
+lines an earlier phase read hits as it does at ``instr`` fidelity. Per core (``compile(records,
+core)`` through :meth:`PhaseCompiler.occurrence`, used by the simulation where V-tiles are split
+across cores): each core has its own cache, as on the chip, and every occurrence of a phase that
+reads GM by scalar passes its own accesses through it, so each core's hits and misses are exactly
+``instr``'s; a compiled phase is reused only by occurrences whose accesses hit and miss alike (the
+caller keys its cache by the hit pattern). The shared cache is wrong where cores read the same lines
+(sibling V-tiles) and where a later occurrence's lines were evicted or not; it stays the default of
+launches that do not split V-tiles, whose golden cycle counts it pins (tests/test_golden.py).
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 
 from cgdr_des.errors import KernelDiagnostic
 from cgdr_des.hw.compute_run import ComputeRunTimer, RunTiming
 from cgdr_des.hw.compute_state import COMPUTE_EVENTS
-from cgdr_des.hw.dcache import DataCache
+from cgdr_des.hw.dcache import DataCache, data_cache
 from cgdr_des.hw.machine import Machine
 from cgdr_des.hw.profile import Profile
 from cgdr_des.isa import (
@@ -140,7 +151,8 @@ class PhaseCompiler:
     def __init__(self, profile: Profile, name: str = "compute", *, exact_machine: bool = False) -> None:
         self.profile, self.name = profile, name
         self.machine = Machine(profile, keep_ops=False)
-        self.dcache = DataCache(profile.dcache_line_bytes, profile.dcache_bytes)
+        self.shared_dcache = self.dcache = self._new_cache()
+        self.core_dcaches: dict[int, DataCache] = {}
         # the one-pass timer models every flag policy but ``lost``, whose dropped sets only the
         # machine follows (a lost set usually means a deadlock the machine must report anyway)
         fast = not exact_machine and profile.flag_double_set != "lost"
@@ -148,10 +160,49 @@ class PhaseCompiler:
         self.compiled_runs = 0
         self.kept_runs = 0
 
-    def compile(self, records: list) -> list:
+    def _new_cache(self) -> DataCache:
+        return data_cache(self.profile)
+
+    def core_dcache(self, core: int) -> DataCache:
+        """Core ``core``'s own data cache, as the per-core compile keeps it (see :meth:`occurrence`)."""
+        cache = self.core_dcaches.get(core)
+        if cache is None:
+            cache = self.core_dcaches[core] = self._new_cache()
+        return cache
+
+    def compile(self, records: list, core: int | None = None) -> list:
+        """``records`` with their compute runs replaced by Macros, timed against the compiler's shared
+        data cache, or against core ``core``'s own when given."""
+        self.dcache = self.shared_dcache if core is None else self.core_dcache(core)
         records = records if type(records) is list else list(records)
         out = self._compile_machine(expand(records)) if self.timer is None else self._compile_fast(records)
         return merge_dma_runs(out)
+
+    def touch(self, records: list, core: int) -> bytes:
+        """Pass ``records``' GM traffic through core ``core``'s own data cache: its DataCopy calls
+        fill L2 (when tracked), its scalar accesses hit or miss; their outcomes (see :func:`touch`)."""
+        return touch(self.core_dcache(core), records)
+
+    def occurrence(self, records: list, core: int) -> tuple[bytes | None, Callable[[], list]]:
+        """One occurrence of a phase on core ``core``, for a per-core compile cache: its GM traffic
+        goes through the core's own data cache (left as after it, as at ``instr`` fidelity), and the
+        outcomes of its scalar accesses come back (None: a phase without GM traffic the cache sees,
+        the same on every core and occurrence) with a function that compiles the records as from
+        the cache before them (the phase's timing depends on the cache only through those outcomes)."""
+        cache = self.core_dcache(core)
+        if not _gm_traffic(records, cache.l2 is not None):
+            return None, partial(self.compile, records, core)
+        saved = cache.state()
+        pattern = touch(cache, records)
+
+        def compile_here() -> list:
+            after = cache.state()
+            cache.restore(saved)
+            out = self.compile(records, core)
+            cache.restore(after)    # explicit ScalarGm records, which no run times, are in it too
+            return out
+
+        return pattern, compile_here
 
     def macro(self, run: list) -> TimedMacro:
         """Time ``run`` alone on an idle core; raises KernelDiagnostic if it cannot run alone.
@@ -188,6 +239,8 @@ class PhaseCompiler:
             if is_compute(rec) and (type(rec) is Repeat or i + 1 < n and is_compute(records[i + 1])):
                 i = self._compile_run(records, i, out)
             else:           # a run of one record stays explicit, like any other record
+                if type(rec) is Dma:
+                    self.dcache.moved(rec)
                 out.append(rec)
                 i += 1
         return out
@@ -219,6 +272,8 @@ class PhaseCompiler:
                 continue
             out.extend(self._replace(run))
             run = []
+            if type(rec) is Dma:
+                self.dcache.moved(rec)
             out.append(rec)
         out.extend(self._replace(run))
         return out
@@ -236,6 +291,47 @@ class PhaseCompiler:
             return run
         self.compiled_runs += 1
         return [m]
+
+
+def gm_accesses(records: list) -> list[tuple]:
+    """Every ScalarGm's ``(addr, nbytes, store)`` in ``records``, in program order, each Repeat's
+    declared ones (``Repeat.gm``) included."""
+    out: list = []
+    for rec in records:
+        t = type(rec)
+        if t is ScalarGm:
+            out.append((rec.addr, rec.nbytes, rec.store))
+        elif t is Repeat and rec.gm is not None:
+            gm = rec.gm
+            for i in range(rec.n):
+                out += gm(i)
+    return out
+
+
+def touch(cache: DataCache, records: list) -> bytes:
+    """``records``' DataCopy calls and scalar GM accesses through ``cache``, in program order; the
+    accesses' outcomes, one byte each (:meth:`DataCache.pattern`)."""
+    if cache.l2 is None:
+        accesses = gm_accesses(records)
+        return cache.pattern(accesses) if accesses else b""
+    out = bytearray()
+    for rec in records:
+        if type(rec) is Dma:
+            cache.moved(rec)
+        elif type(rec) is ScalarGm or type(rec) is Repeat:
+            accesses = gm_accesses([rec])
+            if accesses:
+                out += cache.pattern(accesses)
+    return bytes(out)
+
+
+def _gm_traffic(records: list, with_dma: bool) -> bool:
+    """Whether ``records`` hold a scalar GM access (or, ``with_dma``, a DataCopy)."""
+    for rec in records:
+        t = type(rec)
+        if t is ScalarGm or (t is Repeat and rec.gm is not None) or (with_dma and t is Dma):
+            return True
+    return False
 
 
 def _run_end(records: list, i: int) -> int:

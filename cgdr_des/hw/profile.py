@@ -113,6 +113,10 @@ class Profile:
     dcache_line_bytes: int
     dcache_bytes: int
     dcache_miss_cycles: int
+    l2_line_bytes: int                # L2 line (the GM access granule)
+    l2_bytes: int                     # the chip's L2; each core's share holds what its DataCopy calls moved
+    l2_hit_cycles: int                # a scalar GM access that misses the DCache but finds its line in L2
+    l2_scalar_hits: bool              # whether scalar GM misses look in L2 at all (off: every miss to GM)
     # DMA and GM
     dma_read_latency_cycles: int      # GM->UB first byte
     dma_write_latency_cycles: int     # UB->GM first byte
@@ -172,6 +176,7 @@ FIELD_NAMES = tuple(f.name for f in fields(Profile) if f.name not in _META)
 # machine allocates per unit (UB bytes, dcache lines, flag tables) or keeps in int64 cycles.
 MAX_CORES = 1024
 MAX_UB_BYTES = 16 * 1024 * 1024   # the largest UB the host tiling may carve (real chips: 192-256 KiB)
+MAX_L2_BYTES = 2**31              # L2 lines are kept only as transfers move them (real chips: 16-192 MiB)
 MAX_CYCLES = 10**7                # any single fixed cost, in cycles
 MAX_QUEUE_DEPTH = 1024
 MAX_EVENT_IDS = 64                # one occupancy bit per id in the per-HardEvent mask
@@ -265,6 +270,8 @@ _VALIDATORS = {
     "scalar_ub_load_cycles": _int, "scalar_ub_store_cycles": _int, "scalar_div_cycles": _int,
     "tpipe_call_cycles": _int, "dcache_line_bytes": _bounded_int(1, 4096),
     "dcache_bytes": _bounded_int(1, MAX_UB_BYTES), "dcache_miss_cycles": _int,
+    "l2_line_bytes": _bounded_int(1, 4096), "l2_bytes": _bounded_int(1, MAX_L2_BYTES), "l2_hit_cycles": _int,
+    "l2_scalar_hits": _bool,
     "dma_read_latency_cycles": _int, "dma_write_latency_cycles": _int,
     "dma_read_overhead_cycles": _int, "dma_write_overhead_cycles": _int,
     "dma_read_peak_per_cycle": _BYTE_RATE, "dma_write_peak_per_cycle": _BYTE_RATE,

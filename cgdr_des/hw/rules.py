@@ -20,7 +20,7 @@ entry is complete (a SetFlag: fires). Every function returns integers when given
 | WaitFlag (any side) | :func:`flag_wait` | scalar unit, pipes, compute-run timer |
 | ``flag_double_set`` checks | :func:`set_while_set` | scalar unit, pipes, compute-run timer |
 | queue hand-over | :func:`hand_over` | scalar unit, compute-run timer |
-| scalar GM read/write | :func:`scalar_gm` | scalar unit, compute-run timer |
+| scalar GM read/write | :func:`scalar_gm` (without L2), :func:`scalar_gm_l2` | scalar unit, compute-run timer |
 | ScalarExp cost | :func:`scalar_exp` | scalar unit, compute-run timer |
 | DMA first byte | :func:`dma_first_byte` | MTE pipes (via :mod:`.dma`) |
 | scalar cycles of one vector call | :func:`vec_call_scalar` | scalar unit, compute-run timer |
@@ -150,3 +150,13 @@ def fixed_op(free: int, issued: int, issue: int, latency: int, covered: int) -> 
     end = start + (latency if latency > issue else issue)
     added, covered = cover(start, end, covered)
     return start, start + issue, end, added, covered
+
+
+def scalar_gm_l2(hit: bool, in_l2: bool, store: bool, load_cycles: int, store_cycles: int, miss_cycles: int,
+                 l2_hit_cycles: int) -> int:
+    """Cycles of a scalar GM read or write through the data cache when L2 is tracked: a hit costs a
+    UB-speed load or store; a miss whose lines a recent DataCopy left in L2 (``in_l2``) costs an L2
+    round trip, any other miss a GM round trip (a write-allocating store fetches its line alike)."""
+    if hit:
+        return store_cycles if store else load_cycles
+    return l2_hit_cycles if in_l2 else miss_cycles

@@ -39,7 +39,7 @@ from cgdr_des.hw.rules import (
     hand_over,
     scalar_exp,
     scalar_flag_set,
-    scalar_gm,
+    scalar_gm_l2,
     set_while_set,
     vec_call_scalar,
 )
@@ -145,7 +145,8 @@ class ScalarUnit:
         p, store = self.prof, rec.store
         self.cnt["scalar_gm_store" if store else "scalar_gm_load"] += 1
         hit = self.core.dcache.access(rec.addr, rec.nbytes)
-        c = scalar_gm(hit, store, p.scalar_ub_load_cycles, p.scalar_ub_store_cycles, p.dcache_miss_cycles)
+        c = scalar_gm_l2(hit, self.core.dcache.in_l2, store, p.scalar_ub_load_cycles, p.scalar_ub_store_cycles,
+                         p.dcache_miss_cycles, p.l2_hit_cycles)
         t, span = self.t, self.span
         self.t = end = t + c
         if self.keep:
