@@ -103,12 +103,10 @@ def test_middle_chunk_events_and_scalar(d128):
     fetched = tuple(c["ev_" + e] for e in ("M_V", "V_M", "V_MTE2", "MTE2_V", "MTE3_V", "V_MTE3", "MTE3_MTE2",
                                            "S_MTE2"))
     assert literal == (55, 43, 42)
-    reenq = c["AllocEventID"]  # the re-enqueues' V_MTE3 sets (blocks.REENQUE_AS_EVENTS) are not fetched ids
-    assert fetched[:5] + (fetched[5] - reenq,) + fetched[6:] == (13, 13, 8, 8, 20, 4, 2, 1)
+    assert fetched == (13, 13, 8, 8, 20, 4, 2, 1)
     assert (c["ev_V_S"], c["ev_S_V"]) == (10, 6)
-    # 44 hand-overs to MTE3: 25 EnQue/DeQue of an allocated tensor, 19 re-enqueues (blocks.REENQUE_AS_EVENTS)
-    assert reenq == 19
-    assert (c["AllocTensor"], c["FreeTensor"], c["EnQue"] + reenq, c["DeQue"] + reenq) == (27, 27, 44, 44)
+    # 44 hand-overs to MTE3: 25 EnQue/DeQue of an allocated tensor, 19 re-enqueues of a dequeued one
+    assert (c["AllocTensor"], c["FreeTensor"], c["EnQue"], c["DeQue"], c["AllocEventID"]) == (27, 27, 44, 44, 0)
     assert (c["S_ub_load"], c["S_ub_store"], c["ScalarGm"]) == (194, 192, 0)
 
 
@@ -187,10 +185,11 @@ def _plain(records: list) -> list:
     return [norm(r) for r in records]
 
 
-def test_the_source_form_of_the_re_enqueue(monkeypatch):
-    """With the source's form (EnQue/DeQue of the dequeued tensor) the queue counts are the notes' 44."""
+def test_the_event_form_of_the_re_enqueue(monkeypatch):
+    """The re-enqueue written as the flags TPipe inserts: 19 EnQue/DeQue pairs become 19 fetched-id
+    V_MTE3 pairs, the other counts unchanged."""
     from cgdr_des.kernel.cube import blocks
 
-    monkeypatch.setattr(blocks, "REENQUE_AS_EVENTS", False)
+    monkeypatch.setattr(blocks, "REENQUE_AS_EVENTS", True)
     c = per_chunk()[1]
-    assert (c["AllocTensor"], c["EnQue"], c["DeQue"], c["AllocEventID"]) == (27, 44, 44, 0)
+    assert (c["AllocTensor"], c["EnQue"], c["DeQue"], c["AllocEventID"]) == (27, 25, 25, 19)

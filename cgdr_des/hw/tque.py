@@ -12,7 +12,8 @@ docs/hardware.md §3 (rows 30-31); ``enq`` is the event of the data direction, `
     VECIN  (GM->UB): enq MTE2_V, free V_MTE2      VECOUT (UB->GM): enq V_MTE3, free MTE3_V
     AllocTensor: takes the next FREE buffer round-robin from the cursor; if it has a pending free
                  event id: WaitFlag<free>(id), ReleaseEventID
-    EnQue:       AllocEventID<enq>, SetFlag<enq>(id)
+    EnQue:       AllocEventID<enq>, SetFlag<enq>(id) (of the oldest ALLOCATED buffer, else of the
+                 oldest HELD one: a dequeued tensor may be enqueued again)
     DeQue:       WaitFlag<enq>(id), ReleaseEventID
     FreeTensor:  AllocEventID<free>, SetFlag<free>(id); the id stays pending on the buffer
 
@@ -81,9 +82,12 @@ class TQue:
         return ("wait", self.free, eid)
 
     def _EnQue(self, pool: EventIdPool):
-        if not self.allocated:
-            raise HwFault(f"EnQue on TQue '{self.name}' without an allocated tensor")
-        b = self.allocated.pop(0)
+        if self.allocated:
+            b = self.allocated.pop(0)
+        elif self.held:         # EnQue of a tensor already dequeued: it passes to the consumer again
+            b = self.held.pop(0)
+        else:
+            raise HwFault(f"EnQue on TQue '{self.name}' without an allocated or dequeued tensor")
         self.state[b] = QUEUED
         eid = pool.alloc(self.enq)
         self.passing.put((b, eid))

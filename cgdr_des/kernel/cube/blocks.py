@@ -36,11 +36,11 @@ from cgdr_des.isa import (
 from cgdr_des.kernel.emit import PB_ALL, PB_V, S_V, V_S, dma_in, dma_out, fetch_sync, gm_load, scalar, vec
 
 OUT_QUEUE = "stateOutQueue_"
-#: SHWR re-enqueues the tensor it dequeued (legal AscendC; the source does it 19 times a chunk). The
-#: machine's TQue accepts EnQue only of an AllocTensor'd buffer, so by default the second hand-over is
-#: emitted as the flags TPipe's EnQue/DeQue insert (AllocEventID, SetFlag/WaitFlag<V_MTE3>,
-#: ReleaseEventID): the same synchronisation, not the same record kinds. False: the source's form.
-REENQUE_AS_EVENTS = True
+#: SHWR re-enqueues the tensor it dequeued (legal AscendC; the source does it 19 times a chunk), and
+#: the machine's TQue passes a dequeued buffer on again. True emits that second hand-over as the flags
+#: TPipe's EnQue/DeQue insert instead (AllocEventID, SetFlag/WaitFlag<V_MTE3>, ReleaseEventID): the
+#: same synchronisation in other record kinds (kept to compare the two forms).
+REENQUE_AS_EVENTS = False
 FRACTAL = 16
 FRACTAL_BYTES = 512
 
