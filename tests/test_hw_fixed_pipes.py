@@ -117,3 +117,20 @@ def test_vector_programs_report_no_cube_columns():
     r = run([Scalar("alu")])
     assert "busy_M" not in r.cores[0]
 
+
+
+@dataclass(frozen=True)
+class Nd2Nz:
+    nd_num: int = 1
+    n_value: int = 64
+    d_value: int = 128
+
+
+def test_a_gm_to_l1_copy_runs_on_mte2_and_its_uint16_fields_are_checked():
+    from cgdr_des.isa import Dma
+
+    r = run([Dma("GM2L1", 64 * 128 * 2, Nd2Nz(), 0, 0)])
+    (row,) = [x for x in r.ops if x[1] == "MTE2"]
+    assert row[2] == "DataCopy:GM2L1" and row[11] == 64 * 128 * 2
+    with pytest.raises(KernelDiagnostic, match=r"Nd2Nz.n_value = 70000 is outside \[0, 65535\]"):
+        run([Dma("GM2L1", 64, Nd2Nz(n_value=70000), 0, 0)])

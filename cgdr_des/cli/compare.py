@@ -28,14 +28,17 @@ from cgdr_des.errors import InputError, KernelDiagnostic
               help="A kernel variant: baseline, buffer_num2, buffer_num2_same, prefetch, prefetch_same, "
                    "state_db, state_db_same, all_same, or field=value[,field=value] over buffer_num, "
                    "keep_tiling, prefetch, state_double_buffer (repeatable).")
+@click.option("--kernel", "kernels", multiple=True, type=click.Choice(["vector", "cube", "cube-pre1174"]),
+              help="Compare kernel programs instead: --kernel vector --kernel cube (timing only; "
+                   "docs/kernel-cube.md).")
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path))
 @click.option("--csv", is_flag=True, help="Also write each run's frames as CSV.")
 @common.force_option
 @common.max_memory_option
 @override_options
 def compare(scenario: str, more_buffer_nums: tuple[int, ...], buffer_nums: tuple[int, ...],
-            variants: tuple[str, ...], out: Path, csv: bool, force: bool, max_memory: str | None,
-            sets: tuple[str, ...], seed: int | None) -> None:
+            variants: tuple[str, ...], kernels: tuple[str, ...], out: Path, csv: bool, force: bool,
+            max_memory: str | None, sets: tuple[str, ...], seed: int | None) -> None:
     """Run SCENARIO once per setting; table, critical-path bars and one chunk's Gantt per setting.
 
     Each run goes to OUT/<setting>/ (OUT/buffer_num_<n>/ for --buffer-num); the table to
@@ -43,6 +46,11 @@ def compare(scenario: str, more_buffer_nums: tuple[int, ...], buffer_nums: tuple
     and, with --buffer-num, OUT/buffer_compare.png.
     """
     base = load_with_overrides(scenario, sets, seed)
+    if kernels:
+        if buffer_nums or more_buffer_nums or variants:
+            raise InputError("--kernel", ",".join(kernels), "alone: not with --buffer-num or --variant")
+        _compare_kernels(base, list(dict.fromkeys(kernels)), out, force, max_memory)
+        return
     settings = _settings(base, (*buffer_nums, *more_buffer_nums), variants)
     results, rows = {}, []
     target = common.output_dir(out, force)
@@ -130,3 +138,21 @@ def _report(table, out: Path, ran: list[str]) -> None:
         click.echo(f"why        {sentence}")
     click.echo(f"outputs    {out}: compare.csv, compare.parquet, critical_path.png, chunk_gantt.png, "
                + ", ".join(f"{n}/" for n in ran))
+
+
+def _compare_kernels(base, versions: list[str], out: Path, force: bool, max_memory: str | None) -> None:
+    """``--kernel``: the programs side by side; frames summary, phases, pipes, counts to OUT."""
+    from cgdr_des.results.kernels_compare import compare_kernels
+
+    for v in versions:
+        common.check_estimate(base.with_changes({"kernel": {"kernel_version": v}}), max_memory)
+    cmp = compare_kernels(base, versions)
+    target = common.output_dir(out, force)
+    with target as staging, target.writing():
+        for name, frame in cmp._asdict().items():
+            frame.to_csv(staging / f"kernels_{name}.csv", index=False)
+            frame.to_parquet(staging / f"kernels_{name}.parquet", index=False)
+    click.echo(cmp.summary.to_string(index=False))
+    click.echo(cmp.pipes.pivot(index="pipe", columns="kernel_version", values="busy_cycles").fillna(0)
+               .astype("int64").to_string())
+    click.echo(f"outputs    {out}: kernels_summary, kernels_phases, kernels_pipes, kernels_counts (.csv, .parquet)")

@@ -116,7 +116,7 @@ class Core:
     def dma_entry(self, rec, idx: int, span: Span):
         """Check a Dma record and return the hand-over fields ``(pipe, code, pre, first_byte, cap)``."""
         try:
-            check_dma(rec, self.profile.ub_bytes, getattr(self.profile, "l1_bytes", 0))  # L1: Cube-era profiles
+            check_dma(rec, self.profile.ub_bytes, self.profile.l1_bytes)
         except HwFault as exc:
             raise at(self.cid, idx, span, str(exc)) from None
         read, first_byte, cap = dma_numbers(self.profile, rec)
