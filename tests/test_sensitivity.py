@@ -163,3 +163,18 @@ def test_run_with_range_prints_the_interval(tmp_path, monkeypatch):
     line = [x for x in r.output.splitlines() if x.startswith("range ")]
     assert len(line) == 1 and "[" in line[0]
     assert (tmp_path / "o" / "range" / "samples.parquet").is_file()
+
+
+def test_a_default_study_leaves_out_what_cannot_move_the_makespan():
+    from cgdr_des.hw import load_profile
+    from cgdr_des.hw.profile import CUBE_ONLY_FIELDS
+    from cgdr_des.timing.space import select
+
+    prof = load_profile("atlas-300i-duo")
+    vector = {p.name.split(".")[0] for p in select(prof)}
+    cube = {p.name.split(".")[0] for p in select(prof, None, "cube")}
+    ranged = {name.split(".")[0] for name in prof.ranges}
+    assert "host_overhead_cycles" in ranged and "host_overhead_cycles" not in vector | cube
+    assert vector == ranged - set(CUBE_ONLY_FIELDS) - {"host_overhead_cycles"}
+    assert cube == ranged - {"host_overhead_cycles"}
+    assert [p.name for p in select(prof, ["cube_fractal_cycles"])] == ["cube_fractal_cycles"]  # still nameable

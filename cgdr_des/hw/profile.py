@@ -75,6 +75,13 @@ class FrozenMap(Mapping):
         return (FrozenMap, (self._d,))
 
 
+#: fields only the Cube-era kernel reads (a vector-kernel run cannot depend on them)
+CUBE_ONLY_FIELDS = ("cube_fractal_cycles", "cube_delay_cycles", "mte1_bytes_per_cycle", "mte1_delay_cycles",
+                    "l0c_drain_bytes_per_cycle", "l0c_drain_delay_cycles", "ub_copy_bytes_per_cycle",
+                    "ub_copy_delay_cycles", "l1_bytes", "l0a_bytes", "l0b_bytes", "l0c_bytes")
+#: fields no simulated makespan reads (added only by the measured comparison)
+NOT_IN_MAKESPAN = ("host_overhead_cycles",)
+
 @dataclass(frozen=True)
 class Profile:
     """One chip, as the machine sees it. Immutable; build with :func:`load_profile`."""

@@ -67,7 +67,7 @@ def run_sensitivity(scenario, *, fields=None, samples: int = DEFAULT_SAMPLES, se
     """One-at-a-time ends and ``samples`` joint Latin-hypercube points of the ranged parameters of
     the scenario's profile (``fields`` restricts them: names ``field`` or ``field.op``)."""
     ev = Evaluator(scenario)
-    params = select(ev.profile, fields)
+    params = select(ev.profile, fields, scenario.kernel.kernel_version)
     nom = nominal(ev.profile, params)
     oat = one_at_a_time(ev.profile, params)
     joint = latin_hypercube(params, samples, seed)

@@ -12,15 +12,19 @@ from collections.abc import Sequence
 import numpy as np
 
 from cgdr_des.errors import InputError
+from cgdr_des.hw.profile import CUBE_ONLY_FIELDS, NOT_IN_MAKESPAN
 from cgdr_des.hw.ranges import ParamRange, get_param
 
 
-def select(profile, names: Sequence[str] | None = None) -> list[ParamRange]:
+def select(profile, names: Sequence[str] | None = None, kernel_version: str = "vector") -> list[ParamRange]:
     """The ranged parameters of ``profile`` named in ``names`` (all of them when None), in profile
-    order; an unknown or unranged name is an InputError listing the ranged ones."""
+    order; an unknown or unranged name is an InputError listing the ranged ones. "All" leaves out
+    what cannot move a makespan of ``kernel_version``: the host overhead, and for the vector kernel
+    the Cube-only fields (running them would only repeat the nominal)."""
     ranges = profile.ranges
     if names is None:
-        return list(ranges.values())
+        skip = set(NOT_IN_MAKESPAN) | (set(CUBE_ONLY_FIELDS) if kernel_version == "vector" else set())
+        return [r for name, r in ranges.items() if name.split(".")[0] not in skip]
     out = []
     for n in names:
         if n not in ranges:
