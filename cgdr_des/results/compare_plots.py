@@ -18,21 +18,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from matplotlib import colormaps
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from cgdr_des.isa import PIPES
 from cgdr_des.results.attribution import PARTS
+from cgdr_des.results.plots import _save
 
-PIPE_ROWS = ("S", "V", "MTE2", "MTE3")
-DPI = 110
-
-
-def _save(fig: Figure, path: str | Path) -> Path:
-    path = Path(path)
-    FigureCanvasAgg(fig)
-    fig.savefig(path, dpi=DPI)
-    return path
+PIPE_ROWS = PIPES
 
 
 def plot_critical_path(table: pd.DataFrame, path: str | Path) -> Path:
