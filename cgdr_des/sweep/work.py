@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 RUN_FRAMES = ("items", "cores", "ops")
-TAIL_FRAMES = ("batches", "core_finish")
+TAIL_FRAMES = ("batches", "core_finish", "checks")
 
 
 @dataclass(frozen=True)
