@@ -33,7 +33,7 @@ def build_report(out: Path, *, quick: bool, workers: int, work: Path | None = No
     t0 = time.perf_counter()
     rans = sweeps.run_all(work, quick=quick, workers=workers, log=log)
     q = Quotes(out)
-    t = frames_and_facts(q, rans, workers)
+    t = frames_and_facts(q, rans, workers, quick)
     names = draw(t, rans, out)
     meta = {"version": package_version(), "quick": quick, "workers": workers, "figures": names,
             "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), **git_state()}
@@ -54,14 +54,18 @@ def git_state() -> dict:
     root = Path(__file__).resolve().parents[2]
 
     def git(*args):
-        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True).stdout.strip()
+        """git's stdout in the repository, stripped ("" when git is missing or fails)."""
+        try:
+            return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True).stdout.strip()
+        except OSError:
+            return ""
 
     status = git("status", "--porcelain", "--", "cgdr_des", "scenarios", "analysis/report/build.py",
                  "analysis/report/sweeps.py", "analysis/report/tables.py", "analysis/report/text.py")
     return {"commit": git("rev-parse", "--short=12", "HEAD") or "unknown", "dirty": bool(status)}
 
 
-def frames_and_facts(q: Quotes, rans: dict, workers: int) -> dict:
+def frames_and_facts(q: Quotes, rans: dict, workers: int, quick: bool) -> dict:
     """Write every quoted frame and fact; return what the text and figures need (``t``)."""
     grid = q.frame("grid", tables.grid_table(rans["grid"]))
     gains = q.frame("gains", tables.policy_gains(grid))
@@ -74,7 +78,7 @@ def frames_and_facts(q: Quotes, rans: dict, workers: int) -> dict:
     buf = q.frame("buffering", tables.buffering_table(rans["buffering"], sweeps.BUFFER_VARIANTS))
     checks = q.frame("checks", tables.checks_table(rans["checks"], rans["long_tail"]))
     prof = rans["sensitivity"].spec.base_scenario.hardware.profile
-    points = sweeps.sensitivity_points(prof, rans["sensitivity"].spec.tail.get("batches", 0) < 500)
+    points = sweeps.sensitivity_points(prof, quick)
     sens = q.frame("sensitivity", tables.sensitivity_table(rans["sensitivity"], points))
     q.frame("published", pd.DataFrame([{"system": s, "heads": h, "skewed_ms": a, "even_ms": b, "penalty": a / b,
                                         "source": "FlashQLA benchmark_results_H200.txt (H200, d=128, forward)"}
@@ -136,9 +140,9 @@ def facts(q: Quotes, t: dict, rans: dict, grid, gains, checks, buf, sens, worker
     q.fact("b_median", fs.median())
     q.fact("b_single_digit", (fs < 0.10).mean())
     q.fact("b_max", fs.max())
-    q.fact("balance_batches", t["balance_batches"] if "balance_batches" in t else _balance_batches(rans))
+    q.fact("balance_batches", tables.frame_of(rans["balance"], "batches")["batch_index"].nunique())
     sc = rans["long_tail"].spec.base_scenario
-    lengths = tables._frame(rans["long_tail"], "batches")["lengths"].iloc[0]
+    lengths = tables.frame_of(rans["long_tail"], "batches")["lengths"].iloc[0]
     q.fact("long_tail_avgload", -(-int(sum(lengths)) * sc.shape.nv // load_cores(sc)))
     q.fact("max_util_mte3", buf["util_MTE3"].max())
     q.fact("sens_runs", sens["point"].nunique())
@@ -149,10 +153,6 @@ def facts(q: Quotes, t: dict, rans: dict, grid, gains, checks, buf, sens, worker
         q.fact(f"{key}_gain_high", s["p99_gain"].max())
     facts = q.close_facts().set_index("key")["value"]
     t["claims"] = verdicts(t, facts, rans, q)
-
-
-def _balance_batches(rans) -> int:
-    return int(tables._frame(rans["balance"], "batches")["batch_index"].nunique())
 
 
 def load_cores(sc) -> int:

@@ -56,7 +56,8 @@ def _summary(ran) -> pd.DataFrame:
     return s.merge(describe(ran), on="point")
 
 
-def _frame(ran, name: str) -> pd.DataFrame:
+def frame_of(ran, name: str) -> pd.DataFrame:
+    """A stored frame of every point of a sweep (``point`` as int)."""
     f = pd.read_parquet(ran.store.root / "frames" / name)
     f["point"] = f["point"].astype(int)
     return f
@@ -66,7 +67,7 @@ def grid_table(ran) -> pd.DataFrame:
     """Per (point, policy): makespan p50/p95/p99 (µs, p99's bootstrap interval), makespan ÷ lower bound
     at p50/p99 and its mean, the share within 1 % of the bound, and the p99 gain over greedy."""
     s = _summary(ran)
-    b = _frame(ran, "batches")
+    b = frame_of(ran, "batches")
     ratio = b.groupby(["point", "policy"], observed=True)["makespan_over_lb"].quantile([0.5, 0.99]).unstack()
     ratio.columns = ["lb_ratio_p50", "lb_ratio_p99"]
     out = s.merge(ratio.reset_index(), on=["point", "policy"])
@@ -118,7 +119,7 @@ def balance_table(ran) -> pd.DataFrame:
 
     ``busy_ratio`` is a core's busy time ÷ its batch's mean core busy time; ``last_core_*`` look at the
     highest-numbered core (the one the source's Ceil avgload leaves the remainder to)."""
-    cf = _frame(ran, "core_finish").merge(describe(ran)[["point", "chip", "law"]], on="point")
+    cf = frame_of(ran, "core_finish").merge(describe(ran)[["point", "chip", "law"]], on="point")
     rows = []
     for (chip, law, policy), grp in cf.groupby(["chip", "law", "policy"], sort=False, observed=True):
         busy = grp.sort_values(["batch_index", "core"])["busy_cycles"].to_numpy(np.float64)
@@ -138,7 +139,7 @@ def balance_table(ran) -> pd.DataFrame:
 
 def busy_ratios(ran) -> pd.DataFrame:
     """Every (chip, law, policy, batch, core)'s busy ÷ its batch's mean busy (the histograms' data)."""
-    cf = _frame(ran, "core_finish").merge(describe(ran)[["point", "chip", "law"]], on="point")
+    cf = frame_of(ran, "core_finish").merge(describe(ran)[["point", "chip", "law"]], on="point")
     mean = cf.groupby(["point", "policy", "batch_index"], observed=True)["busy_cycles"].transform("mean")
     cf["busy_ratio"] = cf["busy_cycles"] / mean
     return cf[["chip", "law", "policy", "batch_index", "core", "busy_ratio"]]
@@ -154,7 +155,7 @@ def long_tail_table(ran) -> pd.DataFrame:
     costs = calibrate(sc.hardware.profile, nk=s.nk, nv=s.nv, dk=s.dk, dv=s.dv, has_gamma=s.has_gamma,
                       buffer_num=sc.kernel.buffer_num, overrides=dict(sc.hardware.overrides) or None)
     fixed = int(costs.item_cycles(np.array([1]), np.array([-1]))[0])
-    cf = _frame(ran, "core_finish")
+    cf = frame_of(ran, "core_finish")
     cf = cf[cf["batch_index"] == 0].copy()
     mhz = costs.clock_mhz
     cf["busy_us"] = cf["busy_cycles"] / mhz
@@ -170,7 +171,7 @@ def long_tail_table(ran) -> pd.DataFrame:
 
 def long_tail_policies(ran, cores: pd.DataFrame) -> pd.DataFrame:
     """Per policy on the long_tail batch: makespan (µs), ÷ lower bound, and its critical core's load."""
-    b = _frame(ran, "batches").set_index("policy")
+    b = frame_of(ran, "batches").set_index("policy")
     rows = []
     for policy, grp in cores.groupby("policy", sort=False):
         crit = grp[grp["critical"]].iloc[0]
@@ -201,7 +202,7 @@ def checks_table(*rans) -> pd.DataFrame:
     """Every stored phase-fidelity check of these tail sweeps, with its point's chip, nv, batch and law."""
     parts = []
     for ran in rans:
-        c = _frame(ran, "checks").merge(describe(ran)[["point", "chip", "nv", "batch", "law"]], on="point")
+        c = frame_of(ran, "checks").merge(describe(ran)[["point", "chip", "nv", "batch", "law"]], on="point")
         parts.append(c.assign(sweep=ran.spec.name))
     cols = ["sweep", "point", "chip", "nv", "batch", "law", "kind", "policy", "makespan_rel_err",
             "finish_max_rel_err", "within_bound"]
@@ -218,7 +219,7 @@ def buffering_table(ran, variants: dict) -> pd.DataFrame:
     """Per (shape, variant): makespan (µs), speedup over the first variant, the bounding pipe (the
     busiest) and the out-queue chain measured in the ops frame (:func:`out_chain`)."""
     s = _summary(ran)
-    ops = _frame(ran, "ops")
+    ops = frame_of(ran, "ops")
     label = {json.dumps(v, sort_keys=True): k for k, v in variants.items()}
     rows = []
     for _, r in s.iterrows():
@@ -278,14 +279,14 @@ def sensitivity_table(ran, points: list) -> pd.DataFrame:
 
 def tail_batches(ran) -> pd.DataFrame:
     """The stored batches frame of a tail sweep, with each point's chip and law."""
-    b = _frame(ran, "batches").merge(describe(ran)[["point", "chip", "law"]], on="point")
+    b = frame_of(ran, "batches").merge(describe(ran)[["point", "chip", "law"]], on="point")
     return b.drop(columns=["lengths"])
 
 
 def run_ops(ran, variants: dict, shape_point: int = 0) -> dict[str, pd.DataFrame]:
     """The ops frame of the first shape's point under each variant (label -> frame)."""
     d = describe(ran)
-    ops = _frame(ran, "ops")
+    ops = frame_of(ran, "ops")
     first = d[(d["nk"] == d["nk"].iloc[shape_point]) & (d["nv"] == d["nv"].iloc[shape_point])
               & (d["dk"] == d["dk"].iloc[shape_point]) & (d["dv"] == d["dv"].iloc[shape_point])]
     out = {}

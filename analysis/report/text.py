@@ -245,8 +245,6 @@ def section_claims(q: Quotes, t: dict) -> str:
                q.q("balance", "last_core_busy_ratio_mean", RATIO, chip=chip, law=law, policy="float_share")]
               for chip in t["balance_chips"]]
     heavy = t["heavy_law"]
-    rep = t["buffer_shape"]
-    single, double = t["buffer_variants"][:2]
     return f"""## 6. The seed notes' claims
 
 **(a) "The Ceil avgload leaves the last bin underfull and the tail core idle early."**
@@ -282,7 +280,14 @@ replaced) has a worse mean p99 than `greedy` on the one-long-rest-short law. Its
 
 {img('claim_d', 'mean p99 gain of the sorting policies by law')}
 
-**(e) "With BUFFER_NUM = 1, Cast → MTE3 → free is fully serial."** {verdict(c['e'])}.
+{_claim_e(q, t)}
+"""
+
+
+def _claim_e(q: Quotes, t: dict) -> str:
+    rep, c = t["buffer_shape"], t["claims"]
+    single, double = t["buffer_variants"][:2]
+    return f"""**(e) "With BUFFER_NUM = 1, Cast → MTE3 → free is fully serial."** {verdict(c['e'])}.
 In the {rep} run with one buffer, {q.q('buffering', 'serial_share', PCT0, shape=rep, variant=single)} of the
 write-outs start their Cast after the previous tile's MTE3 copy has finished (the chain is serial),
 yet V waits on the MTE3→V flag for {q.q('buffering', 'v_wait_mte3_cycles', INT, shape=rep, variant=single)}
@@ -294,8 +299,7 @@ chunk step, long after the previous copy ended, so the chain is serial whatever 
 nothing waits on it. The second buffer changes the speed by
 {q.q('buffering', 'speedup', RATIO + 'x', shape=rep, variant=double)} on this shape (section 5).
 
-{img('claim_e', 'V and MTE3 around a write-out')}
-"""
+{img('claim_e', 'V and MTE3 around a write-out')}"""
 
 
 def _why_c(confirmed: bool) -> str:
