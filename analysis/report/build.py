@@ -128,6 +128,7 @@ def facts(q: Quotes, t: dict, rans: dict, grid, gains, checks, buf, sens, worker
     """Every derived number the text quotes that is not one cell of a frame (the ``facts`` frame)."""
     times = [sweeps.sweep_time(r.store.root) for r in rans.values()]
     q.fact("sweeps_wall_min", sum(x["wall_s"] for x in times) / 60)
+    q.fact("sweeps_cpu_min", sum(x["cpu_s"] for x in times) / 60)
     q.fact("points_run", sum(x["points_run"] for x in times))
     q.fact("workers", max([x["workers"] for x in times if x["points_run"]] or [workers]))
     q.fact("grid_points", grid["point"].nunique())

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import json
+import resource
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,11 +101,12 @@ def run_all(work: Path, *, quick: bool, workers: int, names=SWEEPS, log=print) -
     with make_executor(None, workers) as executor:
         for name in names:
             spec = spec_for(name, quick)
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), cpu_seconds()
             report = run_sweep(spec, work / name, executor, force=True)
-            wall = time.perf_counter() - t0
-            log(f"sweep {spec.name}: {report.ran} run now, {report.skipped} stored, {wall:.0f} s")
-            _record_time(work / name, wall, report.ran, workers)
+            wall, cpu = time.perf_counter() - t0, cpu_seconds() - c0
+            log(f"sweep {spec.name}: {report.ran} run now, {report.skipped} stored, {wall:.0f} s "
+                f"({cpu:.0f} s of CPU)")
+            _record_time(work / name, wall, cpu, report.ran, workers)
             if report.status.failed:
                 errors = sorted(set(report.status.errors.values()))
                 log(f"  {len(report.status.failed)} failed: " + "; ".join(errors))
@@ -115,17 +117,26 @@ def run_all(work: Path, *, quick: bool, workers: int, names=SWEEPS, log=print) -
 TIMING_FILE = "report_timing.json"
 
 
-def _record_time(folder: Path, wall: float, ran: int, workers: int) -> None:
-    """Add this invocation's wall time to the sweep's record when it computed points (a resumed or
-    repeated run adds what it computed, so the record is the time the stored points took to make)."""
+def cpu_seconds() -> float:
+    """CPU time (user + system) of this process and of its finished children (the pool's workers are
+    reaped when each sweep's pool shuts down), in seconds."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _record_time(folder: Path, wall: float, cpu: float, ran: int, workers: int) -> None:
+    """Add this invocation's wall and CPU time to the sweep's record when it computed points (a resumed
+    or repeated run adds what it computed, so the record is the time the stored points took to make)."""
     path = folder / TIMING_FILE
-    rec = json.loads(path.read_text()) if path.is_file() else {"wall_s": 0.0, "points_run": 0, "workers": workers}
+    rec = sweep_time(folder)
     if ran:
-        rec = {"wall_s": rec["wall_s"] + wall, "points_run": rec["points_run"] + ran, "workers": workers}
+        rec = {"wall_s": rec["wall_s"] + wall, "cpu_s": rec.get("cpu_s", 0.0) + cpu,
+               "points_run": rec["points_run"] + ran, "workers": workers}
         path.write_text(json.dumps(rec) + "\n", encoding="utf-8")
 
 
 def sweep_time(folder: Path) -> dict:
-    """The recorded computing time of a sweep directory (``wall_s``, ``points_run``, ``workers``)."""
+    """The recorded computing time of a sweep directory (``wall_s``, ``cpu_s``, ``points_run``, ``workers``)."""
     path = folder / TIMING_FILE
-    return json.loads(path.read_text()) if path.is_file() else {"wall_s": 0.0, "points_run": 0, "workers": 0}
+    empty = {"wall_s": 0.0, "cpu_s": 0.0, "points_run": 0, "workers": 0}
+    return {**empty, **json.loads(path.read_text())} if path.is_file() else empty
