@@ -86,4 +86,5 @@ def test_a_frame_the_point_kind_does_not_have_is_one_error_line(tmp_path):
     result = CliRunner().invoke(main, ["sweep", str(path), "--out", str(tmp_path / "out")])
     assert result.exit_code == 2
     assert result.output.strip().splitlines() == [
-        "error: sweep.frames: got 'ops'; true, false or a list of batches, core_finish, checks (the frames of a tail point)"]
+        "error: sweep.frames: got 'ops'; true, false or a list of batches, core_finish, checks "
+        "(the frames of a tail point)"]
