@@ -62,3 +62,29 @@ def test_tail_points_store_the_studies_of_their_scenarios(tmp_path):
         want = run_study(sc, batches=40, policies=["greedy", "cost_lpt"]).summary.reset_index(drop=True)
         got = table[table["point"] == p.point].reset_index(drop=True)[want.columns]
         pd.testing.assert_frame_equal(got, want, check_dtype=False)
+
+
+def test_a_frames_list_keeps_only_the_named_frames(tmp_path):
+    """``frames = ["batches"]`` stores the batches frame of each point and no core_finish (the large one)."""
+    (tmp_path / "base.toml").write_text(BASE, encoding="utf-8")
+    path = tmp_path / "sweep.toml"
+    path.write_text(SWEEP.replace('kind = "tail"', 'kind = "tail"\nframes = ["batches"]'), encoding="utf-8")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["sweep", str(path), "--out", str(out), "--workers", "0"])
+    assert result.exit_code == 0, result.output
+    assert sorted(d.name for d in (out / "frames").iterdir()) == ["batches"]
+    p = expand(load_sweep(path))[1]
+    want = run_study(Scenario.from_dict(p.scenario), batches=40, policies=["greedy", "cost_lpt"]).batches
+    got = pd.read_parquet(out / "frames" / "batches" / "point=1" / "part-0.parquet")
+    pd.testing.assert_frame_equal(got.drop(columns="lengths"), want.drop(columns="lengths"), check_dtype=False)
+
+
+def test_a_frame_the_point_kind_does_not_have_is_one_error_line(tmp_path):
+    (tmp_path / "base.toml").write_text(BASE, encoding="utf-8")
+    path = tmp_path / "sweep.toml"
+    path.write_text(SWEEP.replace('kind = "tail"', 'kind = "tail"\nframes = ["ops"]'), encoding="utf-8")
+    result = CliRunner().invoke(main, ["sweep", str(path), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines() == [
+        "error: sweep.frames: got 'ops'; true, false or a list of batches, core_finish, checks "
+        "(the frames of a tail point)"]

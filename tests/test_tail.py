@@ -113,6 +113,21 @@ def test_split_tiles_together_are_never_slower_and_bound_the_makespan():
         assert (est.makespan >= est.lower_bound(costs.block_dim)).all(), policy
 
 
+def test_shared_item_arrays_give_each_policy_s_own_estimate():
+    """A study computes the policy-independent item arrays once (items_of); every field of each
+    policy's estimate is what estimate() computes on its own, split V-tiles included."""
+    from cgdr_des.tail.surrogate import items_of
+
+    lengths = np.random.default_rng(5).integers(0, 300, (40, 4))
+    for shape in (SPLIT, SHAPE):
+        costs = calibrate(**shape)
+        items = items_of(costs, lengths)
+        for policy in ("greedy", "round_robin", "cost_lpt"):
+            alone, shared = estimate(costs, lengths, policy), estimate(costs, lengths, policy, items=items)
+            for name in ("items", "tokens", "busy", "finish", "item_cycles", "overhead"):
+                np.testing.assert_array_equal(getattr(shared, name), getattr(alone, name), err_msg=name)
+
+
 def test_calibration_names_the_override_the_910b_profiles_need():
     with pytest.raises(KernelDiagnostic, match=r'overrides = \{ flag_double_set = "counter" \}'):
         calibrate("atlas-a2-910b2", **SHAPE)

@@ -18,6 +18,18 @@ from cgdr_des.results.plots import _save
 
 CDF_POINTS, SCATTER_POINTS = 2000, 3000
 
+#: One colour per dispatch policy, in every tail figure (and analysis/report's): a reader who has
+#: learnt that cost_lpt is green does not have to read another legend.
+POLICY_COLOURS = {
+    "greedy": "#444444", "round_robin": "#d62728", "float_share": "#ff7f0e", "longest_first": "#9467bd",
+    "cost_greedy": "#1f77b4", "cost_lpt": "#2ca02c", "minmax_contiguous": "#17becf", "optimal": "#e377c2",
+}
+
+
+def policy_colour(policy: str) -> str:
+    """The policy's colour in :data:`POLICY_COLOURS` (grey for a policy added without one)."""
+    return POLICY_COLOURS.get(policy, "#7f7f7f")
+
 
 def plot_study(result, out: Path) -> dict[str, Path]:
     """All four plots into ``out``; returns ``{name: path}``."""
@@ -45,7 +57,7 @@ def plot_makespan_cdf(batches, path: Path, name: str) -> Path:
         if x.size > CDF_POINTS:  # the same curve through evenly spaced order statistics: cheaper to draw
             keep = np.unique(np.linspace(0, x.size - 1, CDF_POINTS).round().astype(int))
             x, frac = x[keep], frac[keep]
-        ax.step(x, frac, where="post", label=policy)
+        ax.step(x, frac, where="post", label=policy, color=policy_colour(policy))
     mk = batches["makespan_us"]
     if mk.min() > 0 and mk.max() / mk.min() > 10:
         ax.set_xscale("log")
@@ -63,7 +75,8 @@ def plot_ratio_hist(batches, path: Path, name: str) -> Path:
     ratio = batches["makespan_over_lb"].to_numpy()
     bins = np.linspace(1.0, max(float(np.percentile(ratio, 99.5)), 1.01), 60)
     for policy, grp in _by_policy(batches):
-        ax.stairs(np.histogram(grp["makespan_over_lb"].clip(upper=bins[-1]), bins=bins)[0], bins, label=policy)
+        ax.stairs(np.histogram(grp["makespan_over_lb"].clip(upper=bins[-1]), bins=bins)[0], bins, label=policy,
+                  color=policy_colour(policy))
     ax.set(xlabel="makespan ÷ lower bound (last bin: beyond)", ylabel="batches",
            title=f"{name}: distance from the lower bound")
     ax.legend(fontsize="small")
@@ -83,8 +96,8 @@ def plot_load_balance(cores, path: Path, name: str) -> Path:
         mean = busy.mean(axis=1, keepdims=True)
         share = np.divide(busy, mean, out=np.zeros_like(busy), where=mean > 0).ravel()
         bins = np.linspace(0, max(2.0, float(share.max()) * 1.01), 50)
-        ax.stairs(np.histogram(share, bins=bins)[0], bins, fill=True, color="tab:blue")
-        ax.axvline(1.0, color="tab:red", linestyle="--", linewidth=1)
+        ax.stairs(np.histogram(share, bins=bins)[0], bins, fill=True, color=policy_colour(policy))
+        ax.axvline(1.0, color="black", linestyle="--", linewidth=1)
         ax.set_title(policy, fontsize="medium")
     for ax in axes.ravel()[len(groups):]:
         ax.set_visible(False)
@@ -101,7 +114,8 @@ def plot_vs_max_seqlen(batches, path: Path, name: str) -> Path:
     step = 1
     for policy, grp in _by_policy(batches):
         step = max(1, -(-len(grp) // SCATTER_POINTS))
-        ax.scatter(grp["max_seqlen"].iloc[::step], grp["makespan_us"].iloc[::step], s=4, alpha=0.4, label=policy)
+        ax.scatter(grp["max_seqlen"].iloc[::step], grp["makespan_us"].iloc[::step], s=4, alpha=0.4, label=policy,
+                   color=policy_colour(policy))
     shown = "" if step == 1 else f" (every {step}th batch)"
     ax.set(xlabel="longest sequence of the batch (tokens)", ylabel="makespan (µs)",
            title=f"{name}: makespan against the longest sequence{shown}")

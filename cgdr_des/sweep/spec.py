@@ -6,7 +6,7 @@ base = "../lognormal_batch.toml"     # a scenario file, relative to this file
 kind = "run"                         # each point: "run" (one simulation) or "tail" (a tail study)
 replications = 3                     # workload seeds from SeedSequence(seed).spawn(replications)
 seed = 0                             # default: the base scenario's workload.seed
-frames = false                       # also store each point's frames, not only its summary
+frames = false                       # also store each point's frames (true, or a list: ["batches"])
 
 [set]                                # applied to every point
 "sim.numerics" = "off"
@@ -83,7 +83,7 @@ class SweepSpec(BaseModel):
     replications: Annotated[int, Field(ge=1)] = 1
     # bounded like workload.seed: numpy's SeedSequence and default_rng refuse a negative seed
     seed: Annotated[int, Field(ge=0, le=MAX_SEED)] | None = None
-    frames: bool = False
+    frames: bool | list[str] = False
     set: dict[str, Any] = Field(default_factory=dict)
     grid: dict[str, Annotated[list[Any], Field(min_length=1)]] = Field(default_factory=dict)
     sample: dict[str, Sampler] = Field(default_factory=dict)
@@ -91,6 +91,18 @@ class SweepSpec(BaseModel):
     sample_seed: Annotated[int, Field(ge=0, le=MAX_SEED)] = 0
     tail: dict[str, Any] = Field(default_factory=dict)
     base_scenario: Scenario
+
+    @model_validator(mode="after")
+    def _frame_names(self):
+        if isinstance(self.frames, list):
+            from cgdr_des.sweep.work import RUN_FRAMES, TAIL_FRAMES
+
+            known = RUN_FRAMES if self.kind == "run" else TAIL_FRAMES
+            for name in self.frames:
+                if name not in known:
+                    raise InputError("frames", name, f"true, false or a list of {', '.join(known)} "
+                                     f"(the frames of a {self.kind} point)")
+        return self
 
     @field_validator("set", "grid", "sample")
     @classmethod

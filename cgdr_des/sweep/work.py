@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 RUN_FRAMES = ("items", "cores", "ops")
-TAIL_FRAMES = ("batches", "core_finish")
+TAIL_FRAMES = ("batches", "core_finish", "checks")
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class Task:
     kind: str
     scenario: dict[str, Any] | None
     params: dict[str, Any]
-    frames: bool = False
+    frames: bool | list[str] = False
     tail: dict[str, Any] = field(default_factory=dict)
     version: str = ""
     error: str | None = None
@@ -96,7 +96,7 @@ def _run(task: Task) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
     from cgdr_des.simulation import simulate
 
     result = simulate(_scenario(task))
-    frames = {name: getattr(result, name) for name in RUN_FRAMES} if task.frames else {}
+    frames = {name: getattr(result, name) for name in _wanted(task.frames, RUN_FRAMES)}
     return result.summary, frames
 
 
@@ -104,8 +104,16 @@ def _tail(task: Task) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
     from cgdr_des.tail import run_study  # the tail-study interface; a point fails cleanly without it
 
     study = run_study(_scenario(task), **task.tail)
-    frames = {name: getattr(study, name) for name in TAIL_FRAMES} if task.frames else {}
+    frames = {name: getattr(study, name) for name in _wanted(task.frames, TAIL_FRAMES)}
     return study.summary, frames
+
+
+def _wanted(frames: bool | list[str], known: tuple[str, ...]) -> tuple[str, ...]:
+    """The frames a point stores: all of ``known`` for ``true``, none for ``false``, else the listed ones
+    (a tail point's ``core_finish`` is cores x policies x batches rows: a study may keep only ``batches``)."""
+    if isinstance(frames, bool):
+        return known if frames else ()
+    return tuple(name for name in known if name in frames)
 
 
 def _with_params(summary: pd.DataFrame, params: dict[str, Any]) -> pd.DataFrame:

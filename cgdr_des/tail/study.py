@@ -21,7 +21,7 @@ from cgdr_des.scenario import Scenario
 from cgdr_des.tail.calibration import ItemCosts, costs_for
 from cgdr_des.tail.checks import CHECK_BOUND, check_rows
 from cgdr_des.tail.summary import summarise
-from cgdr_des.tail.surrogate import Estimate, estimate
+from cgdr_des.tail.surrogate import Estimate, estimate, items_of
 from cgdr_des.workload.lengths import sample_lengths
 
 
@@ -66,8 +66,9 @@ def run_study(sc: Scenario, *, batches: int | None = None, policies: list[str] |
     lengths = sample_batches(dist, sc.workload.batch, n, seed)
     report.step()
     frames, estimates = [], {}
+    items = items_of(costs, lengths)  # the same for every policy
     for name in names:
-        estimates[name] = estimate(costs, lengths, name)
+        estimates[name] = estimate(costs, lengths, name, items=items)
         frames.append(_frames(name, lengths, estimates[name], costs))
         report.step()
     batch_rows = pd.concat([f[0] for f in frames], ignore_index=True)

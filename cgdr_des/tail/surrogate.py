@@ -55,11 +55,30 @@ def item_arrays(costs: ItemCosts, lengths: np.ndarray) -> tuple[np.ndarray, np.n
     return tokens, costs.item_cycles(tokens, np.broadcast_to(tile, tokens.shape))
 
 
-def estimate(costs: ItemCosts, lengths: np.ndarray, policy: str) -> Estimate:
-    """Every core's finish for each row of ``lengths`` (``(N, B)`` tokens) under ``policy``."""
+@dataclass(frozen=True)
+class Items:
+    """The policy-independent arrays of a set of batches, ``(N, K)``: tokens, apart durations, and the
+    together durations (split V-tiles only, else None). A study computes them once for every policy."""
+
+    tokens: np.ndarray
+    cycles: np.ndarray
+    together: np.ndarray | None
+
+
+def items_of(costs: ItemCosts, lengths: np.ndarray) -> Items:
+    """:class:`Items` of ``lengths`` (``(N, B)`` tokens)."""
+    tokens, cycles = item_arrays(costs, np.atleast_2d(np.asarray(lengths, np.int64)))
+    split = costs.split and costs.siblings > 1
+    return Items(tokens, cycles, _together(costs, tokens) if split else None)
+
+
+def estimate(costs: ItemCosts, lengths: np.ndarray, policy: str, *, items: Items | None = None) -> Estimate:
+    """Every core's finish for each row of ``lengths`` (``(N, B)`` tokens) under ``policy``
+    (``items``: :func:`items_of` the same lengths, when the caller already has them)."""
     lengths = np.atleast_2d(np.asarray(lengths, np.int64))
     n, m = lengths.shape[0], costs.block_dim
-    tokens, cycles = item_arrays(costs, lengths)
+    items = items_of(costs, lengths) if items is None else items
+    tokens, cycles = items.tokens, items.cycles
     avgload = -(-tokens.sum(axis=1) // m)
     owner = owners(policy, tokens, cycles, m, avgload)
     slot = np.where(owner >= 0, owner + m * np.arange(n)[:, None], n * m)  # padding to a spare bin
@@ -68,11 +87,11 @@ def estimate(costs: ItemCosts, lengths: np.ndarray, policy: str) -> Estimate:
         """Sum ``weights`` (N, K) per (batch, core) by owner; padding items fall into a dropped bin."""
         return np.bincount(slot.ravel(), weights=weights.ravel(), minlength=n * m + 1)[:-1].reshape(n, m)
 
-    run = _blend(costs, tokens, cycles, owner) if costs.split and costs.siblings > 1 else cycles
+    run = _blend(costs, items, owner) if items.together is not None else cycles
     busy = per_core(run).astype(np.int64)
     overhead = costs.overhead(lengths.shape[1], (tokens > 0).sum(axis=1))
     # the lower bound holds for every assignment: each item at its fastest (together) duration
-    fastest = np.minimum(cycles, _together(costs, tokens)) if run is not cycles else cycles
+    fastest = np.minimum(cycles, items.together) if items.together is not None else cycles
     return Estimate(per_core(np.ones_like(cycles)).astype(np.int64), per_core(tokens).astype(np.int64), busy,
                     overhead[:, None] + busy, fastest, overhead)
 
@@ -98,9 +117,10 @@ def _starts(dur: np.ndarray, owner: np.ndarray, per_item: int) -> np.ndarray:
     return start + per_item * np.arange(k)
 
 
-def _blend(costs: ItemCosts, tokens, apart, owner, passes: int = 2) -> np.ndarray:
+def _blend(costs: ItemCosts, items: Items, owner, passes: int = 2) -> np.ndarray:
     """Item durations (N, K) between apart and together by sibling overlap (see the module docstring)."""
-    gain = apart - _together(costs, tokens)
+    apart = items.cycles
+    gain = apart - items.together
     dur = apart
     for _ in range(passes):
         start = _starts(dur, owner, costs.per_item)
