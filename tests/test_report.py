@@ -22,7 +22,7 @@ from analysis.report.build import build_report  # noqa: E402
 from analysis.report.quotes import read_frame, select  # noqa: E402
 
 SECTIONS = ("## How the numbers were made", "## 1. The makespan tail per policy", "## 2. Load balance",
-            "## 3. Where the tail comes from", "## 4. The skew penalty", "## 5. Single against double buffering",
+            "## 3. Where the tail comes from", "## 4. The skew penalty", "## 5. Single and double buffering, prefetch",
             "## 6. The seed notes' claims", "## 7. Recommendation", "## Regenerating")
 #: numbers the text states as rules or cites from the docs, not measurements
 RULE_CONSTANTS = {"0.95", "2.5"}

@@ -175,7 +175,7 @@ def buffering(buf: pd.DataFrame, path: Path) -> Path:
                   fontsize="small")
     ax.set_ylabel("makespan (µs)")
     ax.legend(fontsize="small")
-    ax.set_title("Does a second out-queue buffer shorten the shipped shapes? (label: the busiest pipe)")
+    ax.set_title("Does double buffering or prefetch shorten the shipped shapes? (label: the busiest pipe)")
     return _save(fig, path)
 
 

@@ -33,7 +33,9 @@ SWEEP_DIR = Path(__file__).resolve().parents[2] / "scenarios" / "sweeps"
 SWEEPS = ("grid", "checks", "balance", "long_tail", "skew", "buffering", "sensitivity")
 
 #: label -> the ``kernel`` fields of that variant (the buffering section's bars, in this order).
-BUFFER_VARIANTS = {"single (BUFFER_NUM 1)": {"buffer_num": 1}, "double (BUFFER_NUM 2)": {"buffer_num": 2}}
+BUFFER_VARIANTS = {"single (BUFFER_NUM 1)": {"buffer_num": 1}, "double (BUFFER_NUM 2)": {"buffer_num": 2},
+                   "prefetch": {"buffer_num": 1, "prefetch": True},
+                   "state double buffer": {"buffer_num": 1, "state_double_buffer": True}}
 
 #: joint Latin-hypercube samples of the sensitivity sweep, and their seed (full / quick).
 SENS_SAMPLES, SENS_SEED = 16, 0

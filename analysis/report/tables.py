@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from cgdr_des.hw import load_profile
+from cgdr_des.scenario.sections import Kernel
 from cgdr_des.sweep import expand
 
 PIPES = ("S", "V", "MTE2", "MTE3")
@@ -215,16 +216,23 @@ SHAPE_NAMES = {(16, 16, 128, 128): "representative (16, 16, 128, 128)",
                (16, 32, 128, 128): "qwen3_next_gqa (16, 32, 128, 128)"}
 
 
+#: the kernel fields a buffering variant may set: a run matches a variant when all of them agree
+ALL_VARIANT_FIELDS = ("buffer_num", "keep_tiling", "prefetch", "state_double_buffer")
+
+
 def buffering_table(ran, variants: dict) -> pd.DataFrame:
     """Per (shape, variant): makespan (µs), speedup over the first variant, the bounding pipe (the
     busiest) and the out-queue chain measured in the ops frame (:func:`out_chain`)."""
     s = _summary(ran)
     ops = frame_of(ran, "ops")
-    label = {json.dumps(v, sort_keys=True): k for k, v in variants.items()}
+    fields = sorted({k for v in variants.values() for k in v})      # every field some variant sets
+    defaults = Kernel().model_dump()
+    label = {json.dumps({k: {**defaults, **v}[k] for k in fields}, sort_keys=True): name
+             for name, v in variants.items()}
     rows = []
     for _, r in s.iterrows():
         kernel = json.loads(r["kernel_fields"])
-        key = json.dumps({k: kernel[k] for k in next(iter(variants.values()))}, sort_keys=True)
+        key = json.dumps({k: kernel.get(k, defaults[k]) for k in fields}, sort_keys=True)
         util = {p: float(r[f"util_{p}"]) for p in PIPES}
         bound = max(util, key=util.get)
         shape = (int(r["nk"]), int(r["nv"]), int(r["dk"]), int(r["dv"]))
@@ -292,7 +300,7 @@ def run_ops(ran, variants: dict, shape_point: int = 0) -> dict[str, pd.DataFrame
     out = {}
     for label, fields in variants.items():
         for _, r in first.iterrows():
-            kernel = json.loads(r["kernel_fields"])
-            if all(kernel.get(k) == v for k, v in fields.items()):
+            kernel = {**Kernel().model_dump(), **json.loads(r["kernel_fields"])}
+            if all(kernel[k] == {**Kernel().model_dump(), **fields}[k] for k in ALL_VARIANT_FIELDS):
                 out[label] = ops[ops["point"] == r["point"]]
     return out

@@ -216,7 +216,7 @@ def section_buffering(q: Quotes, t: dict) -> str:
         rows.append([shape, variant, q.q("buffering", "makespan_us", MS, **w),
                      q.q("buffering", "speedup", RATIO + "x", **w), t["buffer_pipe"][(shape, variant)],
                      q.q("buffering", "bounding_util", PCT0, **w)])
-    return f"""## 5. Single against double buffering, per shipped shape
+    return f"""## 5. Single and double buffering, prefetch and a double-buffered state, per shipped shape
 
 Each shipped shape with one 128-token sequence on atlas-300i-duo at `phase` fidelity, once per kernel
 variant (`report_buffering.toml`; the variants are `analysis/report/sweeps.py: BUFFER_VARIANTS`).
@@ -226,9 +226,13 @@ The bounding pipe is the busiest one over the run.
 
 {img('buffering', 'makespan per shipped shape and variant')}
 
-A second out-queue slot costs UB, so the host's tiling may pick a smaller vStep (more V-tiles, each
-with its own per-tile work). The bounding pipe is {t['bounding_pipes']} on every shape; MTE3, which the
-second buffer is meant to overlap, is at most {q.f('max_util_mte3', PCT)} busy (section 6e).
+Every variant here lets the host re-tile for the UB it adds (a second out-queue slot, the prefetch
+queue, a second state tile), so the host may pick a smaller vStep (more V-tiles, each with its own
+per-tile work). The bounding pipe is {t['bounding_pipes']} on every shape; MTE3, which the second
+buffer is meant to overlap, is at most {q.f('max_util_mte3', PCT)} busy (section 6e). The same
+variants at the baseline's tiling, and the critical-path attribution that says why, are
+`cgdr-des compare SCENARIO --variant ...` (docs/double-buffering.md). A variant that fits no vStep on
+a shape has no row.
 """
 
 
