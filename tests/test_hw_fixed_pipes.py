@@ -119,18 +119,14 @@ def test_vector_programs_report_no_cube_columns():
 
 
 
-@dataclass(frozen=True)
-class Nd2Nz:
-    nd_num: int = 1
-    n_value: int = 64
-    d_value: int = 128
-
 
 def test_a_gm_to_l1_copy_runs_on_mte2_and_its_uint16_fields_are_checked():
-    from cgdr_des.isa import Dma
+    from cgdr_des.isa import DataCopyParams, Dma, Nd2NzParams
 
-    r = run([Dma("GM2L1", 64 * 128 * 2, Nd2Nz(), 0, 0)])
+    r = run([Dma("GM2L1", 64 * 128 * 2, Nd2NzParams(1, 64, 128, 128, 64), 0, 0)])
     (row,) = [x for x in r.ops if x[1] == "MTE2"]
     assert row[2] == "DataCopy:GM2L1" and row[11] == 64 * 128 * 2
-    with pytest.raises(KernelDiagnostic, match=r"Nd2Nz.n_value = 70000 is outside \[0, 65535\]"):
-        run([Dma("GM2L1", 64, Nd2Nz(n_value=70000), 0, 0)])
+    with pytest.raises(KernelDiagnostic, match=r"Nd2NzParams.n_value = 70000 is outside \[0, 65535\]"):
+        run([Dma("GM2L1", 64, Nd2NzParams(1, 70000, 128, 128, 64), 0, 0)])
+    with pytest.raises(KernelDiagnostic, match="a GM -> L1 copy takes Nd2NzParams"):
+        run([Dma("GM2L1", 64, DataCopyParams(1, 2, 0, 0), 0, 0)])

@@ -11,7 +11,7 @@ from __future__ import annotations
 from cgdr_des.hw.costs import dma_first_byte_cycles, dma_rate_cap
 from cgdr_des.hw.diagnostics import HwFault
 from cgdr_des.hw.profile import Profile
-from cgdr_des.isa import DataCopyExtParams, DataCopyParams, Dma
+from cgdr_des.isa import DataCopyExtParams, DataCopyParams, Dma, Nd2NzParams
 
 UINT16 = 65535
 UINT32 = 2**32 - 1
@@ -22,6 +22,8 @@ LIMITS = {
                      "dst_stride": UINT16},
     DataCopyExtParams: {"block_count": MAX_BLOCK_COUNT, "block_len": EXT_MAX_BLOCK_LEN, "src_stride": UINT32,
                         "dst_stride": UINT32},
+    # a GM -> L1 copy's Nd2NzParams: every field is a uint16_t in AscendC
+    Nd2NzParams: dict.fromkeys(Nd2NzParams.__dataclass_fields__, UINT16),
 }
 
 
@@ -59,7 +61,10 @@ def check_dma(rec: Dma, ub_bytes: int, l1_bytes: int = 0) -> None:
         raise HwFault(f"Dma direction {rec.direction!r} not one of {', '.join(DIRECTIONS)}")
     params = rec.params
     if _PASSED_PARAMS.get(id(params)) is not params:
-        _check_nd2nz(params) if rec.direction == "GM2L1" else _check_params(params)
+        if (rec.direction == "GM2L1") != (type(params) is Nd2NzParams):
+            raise HwFault(f"Dma {rec.direction} with {type(params).__name__}: a GM -> L1 copy takes "
+                          "Nd2NzParams, the others DataCopyParams or DataCopyExtParams")
+        _check_params(params)
         _remember(_PASSED_PARAMS, params, params)
     if rec.direction == "GM2L1":
         _check_fields(rec, l1_bytes, "L1")
@@ -71,7 +76,7 @@ def check_dma(rec: Dma, ub_bytes: int, l1_bytes: int = 0) -> None:
 def _check_params(params) -> None:
     limits = LIMITS.get(type(params))
     if limits is None:
-        raise HwFault(f"Dma params {type(params).__name__} not DataCopyParams or DataCopyExtParams")
+        raise HwFault(f"Dma params {type(params).__name__} not one of {', '.join(t.__name__ for t in LIMITS)}")
     name = type(params).__name__
     for field, hi in limits.items():
         v = getattr(params, field)
@@ -79,19 +84,6 @@ def _check_params(params) -> None:
             kind = "uint16" if hi == UINT16 else ("blockCount" if field == "block_count" else "field")
             raise HwFault(f"{name}.{field} = {v!r} is outside [0, {hi}] ({kind} range): the hardware "
                           "field would truncate")
-
-
-def _check_nd2nz(params) -> None:
-    """A GM -> L1 copy's Nd2NzParams: every field is a uint16_t in AscendC (ndNum, nValue, dValue,
-    the strides), so each must fit one."""
-    fields = getattr(params, "__dataclass_fields__", None)
-    if not fields:
-        raise HwFault(f"GM2L1 Dma params {type(params).__name__} is not an Nd2NzParams record")
-    for field in fields:
-        v = getattr(params, field)
-        if not _is_int(v) or not 0 <= v <= UINT16:
-            raise HwFault(f"{type(params).__name__}.{field} = {v!r} is outside [0, {UINT16}] (uint16 range): "
-                          "the hardware field would truncate")
 
 
 def _check_fields(rec: Dma, ub_bytes: int, memory: str = "UB") -> None:
