@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 from cgdr_des.hw.costs import dma_first_byte_cycles
+from cgdr_des.hw.cube_costs import cube_cycles
 from cgdr_des.hw.dcache import DataCache
 from cgdr_des.hw.diagnostics import HwFault, at, flag_name, tag_text
 from cgdr_des.hw.dma import check_dma, dma_numbers
@@ -70,7 +71,7 @@ class Core:
         self.gm_read = self.gm_written = 0
         self.processes: list = []
         self.errors: list = []
-        self.fixed_costs = fixed_costs        # (profile, record) -> (issue, latency) of a Cube-side record
+        self.fixed_costs = fixed_costs or cube_cycles   # (profile, record) -> (issue, latency), Cube side
         self.buffers = BufferLog()
 
     def start(self, errors: list) -> None:
@@ -96,9 +97,6 @@ class Core:
 
     def fixed_cost(self, rec) -> tuple[int, int]:
         """``(issue, latency)`` cycles of a Cube-side record, from the machine's cost function."""
-        if self.fixed_costs is None:
-            from cgdr_des.hw.cube_costs import cube_cycles  # only Cube-era programs need it
-            self.fixed_costs = cube_cycles
         return self.fixed_costs(self.profile, rec)
 
     # ------------------------------------------------------------ called by the processes

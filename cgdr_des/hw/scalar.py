@@ -303,7 +303,10 @@ def scalar_unit(core, program):
                         yield fl.wait_set(env)
                     su.wait_flag(fl)
                 continue
-            P = pipes[pipe] if pipe in pipes else core.pipe(pipe)     # MTE1 / M start on first use
+            try:
+                P = pipes[pipe]
+            except KeyError:        # MTE1 / M start on first use
+                P = core.pipe(pipe)
             code, a, b, pre = SET if is_set else WAIT, fl, None, 0
         elif typ is PipeBarrier and rec.pipe == "V":
             su.cnt["barrier_V"] += 1
