@@ -246,7 +246,7 @@ def scalar_unit(core, program):
     falls through to the hand-over at the bottom (:meth:`ScalarUnit.push`, inline when the queue has
     room). It yields only to wait: for a queue slot or a flag (:func:`_flag_wait`)."""
     su = core.s_unit = ScalarUnit(core)
-    V, depth, pipes, flags, env = su.V, core.profile.queue_depth, core.pipes, core.flags.table, core.env
+    V, depth, pipes_get, flags, env = su.V, core.profile.queue_depth, core.pipes.get, core.flags.table, core.env
     disp = core.profile.scalar_dispatch_cycles
     api = vec_call_scalar(core.profile.vec_api_scalar_cycles, core.profile.vec_call_loop_cycles)
     stall_policy = core.profile.flag_double_set == "stall"
@@ -303,10 +303,7 @@ def scalar_unit(core, program):
                         yield fl.wait_set(env)
                     su.wait_flag(fl)
                 continue
-            try:
-                P = pipes[pipe]
-            except KeyError:        # MTE1 / M start on first use
-                P = core.pipe(pipe)
+            P = pipes_get(pipe) or core.pipe(pipe)     # MTE1 / M start on first use
             code, a, b, pre = SET if is_set else WAIT, fl, None, 0
         elif typ is PipeBarrier and rec.pipe == "V":
             su.cnt["barrier_V"] += 1
