@@ -103,3 +103,8 @@ def test_tornado_plot_is_a_png(tmp_path):
     path = plot_tornado(runs(), tmp_path / "t.png")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
+
+
+@pytest.mark.parametrize("v", ["\x7f", "a\x7fb", "\x00\x1f\x7f\"\\"])
+def test_control_characters_toml_forbids_are_escaped(v):
+    assert tomllib.loads(f"x = {pt.toml_value(v)}")["x"] == v

@@ -16,8 +16,8 @@ def toml_value(v) -> str:
     """One TOML value: inline tables for mappings."""
     if isinstance(v, bool):
         return "true" if v else "false"
-    if isinstance(v, str):
-        return json.dumps(v, ensure_ascii=False)
+    if isinstance(v, str):      # JSON escapes the controls below 0x20; TOML forbids DEL (0x7f) too
+        return json.dumps(v, ensure_ascii=False).replace("\x7f", "\\u007f")
     if isinstance(v, int | float):
         return repr(v)
     if isinstance(v, list | tuple):
