@@ -112,3 +112,26 @@ def test_docs_point_only_at_files_the_repository_holds():
         # (tests/ only at top level: math.md also names files of other projects' tests/ trees)
         for m in re.finditer(r"`((?:cgdr_des|scenarios|analysis)/[\w/.-]+\.(?:py|toml)|tests/\w+\.py)", text(doc)):
             assert (ROOT / m.group(1)).exists(), f"{doc.name}: {m.group(1)}"
+
+
+def test_every_phase_of_the_kernel_has_its_source_lines_in_the_table_and_the_docs():
+    """The one PHASES table gives each trace label its function's lines in chunk_gated_delta_rule.h,
+    and docs/kernel.md §1's map cites the same lines for the same label; the chunk phases and the
+    V-tile steps lie in the header in program order (ProcessChunk calls them in that order, and the
+    header defines them in that order, except WriteAttnTileToGm and ComputeRecursiveAttn, which it
+    defines among the helpers before ProcessHead)."""
+    from cgdr_des.kernel.program import CHUNK_PHASES, PHASES, VTILE_STEPS
+
+    anchor = re.compile(r":(\d+)-(\d+)")
+    kernel_map = {m.group(1): m.group(2) for m in re.finditer(r"^\| `([\w.]+)` \| ([^|]+) \|", text(DOCS / "kernel.md"),
+                                                              re.M)}
+    for info in PHASES:
+        m = anchor.fullmatch(info.anchor)
+        assert m and int(m.group(1)) < int(m.group(2)), info
+        if info.label in kernel_map:
+            assert f"({info.anchor}" in kernel_map[info.label], (info.label, kernel_map[info.label])
+    helpers = {"P4b_Recursion", "S6b_WriteOut"}
+    for group in (CHUNK_PHASES, VTILE_STEPS):
+        starts = [int(anchor.fullmatch(p.anchor).group(1)) for p in group if p.label not in helpers]
+        assert starts == sorted(starts)
+    assert set(kernel_map) >= {p.label for p in (*CHUNK_PHASES, *VTILE_STEPS)}

@@ -54,6 +54,7 @@ class Reference:
         self.vq, self.v_free, self.v_done = [], p.kernel_launch_cycles, p.kernel_launch_cycles
         self.v_head, self.v_arrival = 0, None
         pc, s_free, s_state, s_arrival = 0, p.kernel_launch_cycles, "start", None
+        self.idle = None        # (pc, V head, rows) when a cycle last passed with nothing scheduled
         t, horizon = p.kernel_launch_cycles, 10**7
         while t < horizon:
             self._v_step(t)
@@ -66,7 +67,7 @@ class Reference:
             if pc == len(recs) and self.v_head == len(self.vq):
                 self.illegal = p.flag_double_set == "diagnostic" and self._double_set()
                 return sorted(self.rows)
-            t = self._next_time(t, s_free)
+            t = self._next_time(t, s_free, (pc, self.v_head, len(self.rows)))
             if t is None:
                 self.deadlocked = True
                 return sorted(self.rows)
@@ -172,7 +173,7 @@ class Reference:
         return any(later_fire < consume for sets in self.history.values()
                    for (_, consume), (later_fire, _) in zip(sets, sets[1:], strict=False))
 
-    def _next_time(self, t, s_free):
+    def _next_time(self, t, s_free, progress):
         cands = [s_free, self.v_free, self.v_done]
         cands += [e["visible"] for e in self.vq[self.v_head:self.v_head + 1]]
         cands += [e["deq"] for e in self.vq if e["deq"] is not None]
@@ -180,11 +181,15 @@ class Reference:
         later = [c for c in cands if c > t]
         if later:
             return min(later)
-        return None if self._stuck(t, s_free) else t + 1
+        return None if self._stuck(progress) else t + 1
 
-    def _stuck(self, t, s_free) -> bool:
-        """Nothing is scheduled later and every party waits on a flag no pending set can satisfy."""
-        return s_free <= t and self.v_free <= t and not any(self.flags.values())
+    def _stuck(self, progress) -> bool:
+        """Nothing is scheduled later and a whole cycle passed in which neither S nor V moved
+        (``progress``: S's record, V's head, rows written): every party waits on something no
+        pending set or free slot can bring. (A pending set of another flag does not help: a
+        ``lost`` set can leave V stuck on one flag with sets of other flags still pending.)"""
+        stuck, self.idle = progress == self.idle, progress
+        return stuck
 
 
 # ----------------------------------------------------------------- random programs

@@ -39,18 +39,27 @@ def test_vec_op_issues_one_repeat_per_width_and_completes_after_its_latency(free
     assert (added, new_covered) == rules.cover(start, end, covered)
 
 
-@given(cycles, cycles, st.integers(1, 5), cycles)
-def test_a_set_fires_after_everything_before_it_and_holds_the_pipe_its_own_cycles(arrival, done, f, covered):
-    free, fire, added, new_covered = rules.flag_set(arrival, done, f, covered)
-    assert fire == max(arrival, done) + f and free == arrival + f
+@given(cycles, cycles, cycles, st.integers(1, 5), cycles)
+def test_a_set_fires_after_everything_before_it_and_holds_the_pipe_its_own_cycles(free, issued, done, f, covered):
+    start, new_free, fire, added, new_covered = rules.flag_set(free, issued, done, f, covered)
+    assert start == rules.arrival(free, issued) == max(free, issued)
+    assert fire == max(start, done) + f and new_free == start + f
     assert (added, new_covered) == rules.cover(fire - f, fire, covered)
 
 
-@given(cycles, cycles, st.integers(1, 5), cycles)
-def test_a_wait_consumes_at_the_later_of_its_arrival_and_the_set(arrival, fire, f, covered):
-    consume, free, added, new_covered = rules.flag_wait(arrival, fire, f, covered)
-    assert consume == max(arrival, fire) and free == consume + f
-    assert (added, new_covered) == rules.cover(consume, free, covered)
+@given(cycles, cycles, cycles, st.integers(1, 5), cycles)
+def test_a_wait_consumes_at_the_later_of_its_arrival_and_the_set(free, issued, fire, f, covered):
+    start, consume, new_free, added, new_covered = rules.flag_wait(free, issued, fire, f, covered)
+    assert start == rules.arrival(free, issued)
+    assert consume == max(free, issued, fire) and new_free == consume + f
+    assert (added, new_covered) == rules.cover(consume, new_free, covered)
+
+
+@given(cycles, cycles, cycles)
+def test_a_barrier_holds_its_pipe_until_everything_before_it_completed(free, issued, done):
+    start, end = rules.barrier(free, issued, done)
+    assert start == rules.arrival(free, issued)
+    assert end == max(start, done) and end >= start
 
 
 @given(cycles, cycles, st.integers(1, 5), st.booleans())
@@ -86,5 +95,5 @@ def test_scalar_exp_work_halves_as_often_as_the_emulation(arg):
 def test_set_while_set_and_first_byte():
     assert rules.set_while_set(5, 6) and not rules.set_while_set(6, 6)
     assert rules.dma_first_byte(100, 20, calls=3) == 360
-    assert rules.barrier(3, 9) == 9 and rules.barrier(9, 3) == 9
+    assert rules.barrier(3, 3, 9) == (3, 9) and rules.barrier(9, 4, 3) == (9, 9)
     assert math.isclose(rules.arrival(4, 7), 7)

@@ -53,7 +53,8 @@ launch = make_launch(Shape(1, tokens, 1, 1, 128, 128, 0.088, False), [tokens], N
 program = list(core_program(launch, 0))
 if run:
     Machine(load_profile("atlas-300i-duo"), keep_ops=False).run([program])
-print(len(program))
+import cgdr_des
+print(len(program), cgdr_des.__file__)
 """
 
 
@@ -69,8 +70,10 @@ def callgrind(script: str, args: list[str], tree: Path | None) -> tuple[int, str
         env["PYTHONPATH"] = str(tree)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "cg.out"
+        # cwd: a directory with no package in it, or ``python -c`` would import the checkout it was
+        # started from instead of ``tree``
         res = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", _python(), "-c",
-                              script, *args], env=env, capture_output=True, text=True, check=True)
+                              script, *args], env=env, capture_output=True, text=True, check=True, cwd=tmp)
         total = re.search(r"^summary: (\d+)", out.read_text(), re.M)
     return int(total.group(1)), res.stdout.strip()
 
@@ -82,7 +85,7 @@ def main() -> None:
     args = ap.parse_args()
     if shutil.which("valgrind") is None:
         sys.exit("error: valgrind not found (apt install valgrind)")
-    trees = [None, *args.tree]
+    trees = [Path(__file__).resolve().parents[2], *args.tree]    # this checkout first
     jobs = {"bare": (BARE, ["200000"], None), "bare0": (BARE, ["0"], None)}
     for i, tree in enumerate(trees):
         jobs[f"run{i}"] = (MACHINE, [str(args.tokens), "run"], tree)
@@ -93,9 +96,10 @@ def main() -> None:
     per_event = (counts["bare"][0] - counts["bare0"][0]) / 200_000
     print(f"bare SimPy event: {per_event:10,.0f} instructions")
     for i, tree in enumerate(trees):
-        records = int(counts[f"run{i}"][1])
+        records, imported = counts[f"run{i}"][1].split()
+        records = int(records)
         per_record = (counts[f"run{i}"][0] - counts[f"build{i}"][0]) / records
-        label = "this checkout" if tree is None else str(tree)
+        label = f"{tree} (imported from {Path(imported).parent.parent})"
         print(f"machine record:   {per_record:10,.0f} instructions   ratio {per_event / per_record:5.2f}   "
               f"({records:,} records; {label})")
 

@@ -175,8 +175,8 @@ class ComputeRunTimer:
                     n_vec += 1
                     ring_append(a)
                 else:
-                    a = arrival(free, t)
-                    end = free = barrier(a, done)
+                    a, end = barrier(free, t, done)
+                    free = end
                     v_stall += end - a
                     n_bar += 1
                     ring_append(end)
@@ -361,7 +361,7 @@ def _s_flag(is_set: bool, pend, cons: list, rid: int, ev: str, t: int, f: int, s
             raise KernelDiagnostic(f"SetFlag<{ev}>({rid}) fires while the flag is still set")
         pend.append(fire)
         return fire, stall
-    c, free, _, _ = flag_wait(t, pend.popleft(), f)
+    _, c, free, _, _ = flag_wait(t, t, pend.popleft(), f)
     if pend and diag_double and set_while_set(pend[0], c):
         raise KernelDiagnostic(f"SetFlag<{ev}>({rid}) fires while the flag is still set")
     cons[rid] = c
@@ -373,10 +373,10 @@ def _v_flag(is_set: bool, a: int, done: int, cov: int, pend, cons: list, rid: in
     """V sets V_S / V_V or waits S_V / V_V, arriving at ``a``: ``(free, end, dequeue cycle, stall, busy
     added, cover)``. No double-set check on a set V executes: see the module docstring."""
     if is_set:
-        free, end, added, cov = flag_set(a, done, f, cov)
+        _, free, end, added, cov = flag_set(a, a, done, f, cov)
         pend.append(end)
         return free, end, a, 0, added, cov
-    c, end, added, cov = flag_wait(a, pend.popleft(), f, cov)
+    _, c, end, added, cov = flag_wait(a, a, pend.popleft(), f, cov)
     if pend and diag_double and set_while_set(pend[0], c):
         raise KernelDiagnostic(f"SetFlag<{ev}>({rid}) fires while the flag is still set")
     cons[rid] = c

@@ -81,9 +81,13 @@ class DataCache:
 
     def access(self, addr: int, nbytes: int) -> bool:
         """Touch ``[addr, addr + nbytes)``; return True on a hit. Updates LRU order and residency."""
-        first = addr // self.line_bytes
-        last = (addr + max(nbytes, 1) - 1) // self.line_bytes
-        lines = self.lines
+        lb, lines = self.line_bytes, self.lines
+        first = addr // lb
+        last = (addr + (nbytes if nbytes > 1 else 1) - 1) // lb
+        if first == last and first in lines:   # one resident line: most scalar GM reads of a run
+            lines.move_to_end(first)
+            self.hits += 1
+            return True
         hit = True
         for line in range(first, last + 1):
             if line in lines:

@@ -35,7 +35,7 @@ from cgdr_des.hw.diagnostics import at
 from cgdr_des.hw.flags import CHECKED_POLICIES, double_set_message, drop_lost
 from cgdr_des.hw.hazards import Timed
 from cgdr_des.hw.queues import IssueQueue
-from cgdr_des.hw.records import BAR, DMA, FIXED, MAC, VEC, WAIT, Entry
+from cgdr_des.hw.records import BAR, DMA, FIXED, MAC, SET, VEC, WAIT, Entry
 from cgdr_des.hw.rules import arrival, barrier, fixed_op, flag_set, flag_wait, set_while_set, vec_op
 from cgdr_des.isa import HARD_EVENTS
 
@@ -85,12 +85,14 @@ def vector_pipe(core, P: PipeState):
 
     Span bookkeeping is accumulated per span (``span``, ``span_end``, ``span_k``: ``nd`` when it
     began) and flushed when the span changes or the pipe yields: V sees spans in program order and
-    its starts never decrease, so a span's first V start is its smallest."""
+    its starts never decrease, so a span's first V start is its smallest. Branches are ordered by
+    how often the kernel's V entries take them (VEC, BAR, WAIT, SET; MAC and FIXED are rare), and
+    an ops row's label is made only when ops are kept (:func:`_v_row`)."""
     prof = core.profile
-    depth, f, keep, cid = prof.queue_depth, prof.flag_cycles, core.keep_ops, core.cid
+    depth, f, keep = prof.queue_depth, prof.flag_cycles, core.keep_ops
     check = prof.flag_double_set in CHECKED_POLICIES
     queue = P.q
-    q, ring, put_queue, rows_append = queue.items, queue.ring, queue.put_queue, core.rows.append
+    q, ring, put_queue = queue.items, queue.ring, queue.put_queue
     popleft = q.popleft
     free = done = cov = P.free
     nd = busy = stall = span_k = span_end = 0
@@ -102,42 +104,46 @@ def vector_pipe(core, P: PipeState):
             if code == VEC:
                 a, free, end, added, cov = vec_op(free, issued, rec.n, x, cov)
                 busy += added
-                deq, op, elements = a, rec.op, rec.n
-            elif code == WAIT and not x.sets:
-                q.appendleft(e)
-                break
-            else:
-                a = arrival(free, issued)
-                if code == FIXED:   # a Cube-era L0C drain or UB copy on V
-                    a, free, end, added, cov = fixed_op(free, issued, x[0], x[1], cov)
-                    busy += added
-                    deq, op, elements = a, _executed(core, e, "V", a, end), 0
-                elif code == MAC:   # a Macro's V part holds V for its span; busy/stall as timed alone
-                    end = free = a + y
-                    busy += getattr(rec, "v_busy", y)
-                    stall += getattr(rec, "v_stall", 0)
-                    cov = end if end > cov else cov
-                    deq, op, elements = a, "Macro:" + rec.name, 0
-                elif code == BAR:
-                    end = free = deq = barrier(a, done)
-                    stall += end - a
-                    op, elements = "PipeBarrier:V", 0
-                elif code == WAIT:
-                    c, end, added, cov = _consume(x, a, check, core, e, cov)
-                    stall += c - a
-                    busy += added
-                    free = deq = end
-                    op, elements = WAIT_OP[x.event], x.id
-                else:  # SET
-                    free, end, added, cov = flag_set(a, done, f, cov)
-                    _record_set(x, end, check, core, e)
-                    busy += added
-                    deq, op, elements = a, SET_OP[x.event], x.id
+                deq = a
+            elif code == BAR:
+                a, end = barrier(free, issued, done)
+                free = deq = end
+                stall += end - a
+            elif code == WAIT:
+                sets = x.sets
+                if not sets:
+                    q.appendleft(e)
+                    break
+                a, c, free, added, cov = flag_wait(free, issued, sets.popleft(), f, cov)
+                if sets and check and set_while_set(sets[0], c):     # _consume, inline from here
+                    _double_set_at_wait(x, c, core, e)
+                x.last_consume = c
+                if x.set_waiter is not None:
+                    x.wake_setter()
+                stall += c - a
+                busy += added
+                end = deq = free
+            elif code == SET:
+                a, free, end, added, cov = flag_set(free, issued, done, f, cov)
+                _record_set(x, end, check, core, e)
+                busy += added
+                deq = a
+            elif code == MAC:   # a Macro's V part holds V for its span; busy/stall as timed alone
+                a = deq = arrival(free, issued)
+                end = free = a + y
+                busy += getattr(rec, "v_busy", y)
+                stall += getattr(rec, "v_stall", 0)
+                cov = end if end > cov else cov
+            else:               # FIXED: a Cube-era L0C drain or UB copy on V
+                a, free, end, added, cov = fixed_op(free, issued, x[0], x[1], cov)
+                busy += added
+                deq = a
+                _executed(core, e, "V", a, end)
             ring[nd % depth] = deq
             if put_queue:       # the scalar unit waits for this slot (IssueQueue.took, inline)
                 queue._trigger_put(None)
             if keep:
-                rows_append(e_span.row(cid, "V", op, a, end, elements, 0))
+                core.rows.append(_v_row(core.cid, e, a, end))
             if end > done:
                 done = end
             if e_span is not span:
@@ -158,6 +164,22 @@ def vector_pipe(core, P: PipeState):
         yield _wait_for_work(core, P)
 
 
+def _v_row(cid: int, e: Entry, start: int, end: int) -> tuple:
+    """The ops row of a V entry that ran from ``start`` to ``end`` (only when ops are kept)."""
+    code, rec = e.code, e.rec
+    if code == VEC:
+        op, elements = rec.op, rec.n
+    elif code == BAR:
+        op, elements = "PipeBarrier:V", 0
+    elif code == WAIT or code == SET:
+        op, elements = (WAIT_OP if code == WAIT else SET_OP)[e.a.event], e.a.id
+    elif code == MAC:
+        op, elements = "Macro:" + rec.name, 0
+    else:
+        op, elements = type(rec).__name__, 0
+    return e.span.row(cid, "V", op, start, end, elements, 0)
+
+
 def _wait_for_work(core, P: PipeState):
     """The event a pipe that cannot go on waits for: the head WaitFlag's set, or (queue empty: the
     pipe is drained, which releases a PipeBarrier<ALL>) the next hand-over."""
@@ -173,20 +195,26 @@ def _wait_for_work(core, P: PipeState):
 
 
 def _consume(fl, a: int, check: bool, core, e: Entry, cov: int) -> tuple[int, int, int, int]:
-    """A WaitFlag arriving at cycle ``a`` consumes the flag's oldest set: ``(consume, free, busy
+    """A WaitFlag starting at cycle ``a`` consumes the flag's oldest set: ``(consume, free, busy
     added, covered)`` (:func:`~cgdr_des.hw.rules.flag_wait`). ``check``: the policy reports or drops
     a set that fired while this one was still pending."""
     sets = fl.sets
-    c, free, added, cov = flag_wait(a, sets.popleft(), core.profile.flag_cycles, cov)
+    _, c, free, added, cov = flag_wait(a, a, sets.popleft(), core.profile.flag_cycles, cov)
     if check and sets and set_while_set(sets[0], c):
-        if core.profile.flag_double_set == "lost":
-            drop_lost(fl, c)
-        else:
-            raise at(core.cid, e.idx, e.span, double_set_message(fl, sets[0], c) + " (seen at this WaitFlag)")
+        _double_set_at_wait(fl, c, core, e)
     fl.last_consume = c
     if fl.set_waiter is not None:
         fl.wake_setter()
     return c, free, added, cov
+
+
+def _double_set_at_wait(fl, c: int, core, e: Entry) -> None:
+    """A WaitFlag consumed ``fl`` at ``c`` and its next set fired before: ``lost`` drops it (and any
+    other pending set that fired before ``c``), ``diagnostic`` reports it."""
+    if core.profile.flag_double_set == "lost":
+        drop_lost(fl, c)
+    else:
+        raise at(core.cid, e.idx, e.span, double_set_message(fl, fl.sets[0], c) + " (seen at this WaitFlag)")
 
 
 def _record_set(fl, fire: int, check: bool, core, e: Entry) -> None:
@@ -239,7 +267,7 @@ def mte_pipe(core, P: PipeState):
                 P.free = end
                 queue.took(P.n_deq - 1, end)
             else:  # SET: everything earlier on an MTE pipe has completed (DMAs hold the pipe)
-                P.free, end, _, _ = flag_set(a, P.done, f, 0)
+                _, P.free, end, _, _ = flag_set(a, a, P.done, f, 0)
                 _record_set(fl, end, check, core, e)
                 op, elements, nbytes, work = SET_OP[fl.event], fl.id, 0, f
             P.busy += work
@@ -274,7 +302,8 @@ def fixed_pipe(core, P: PipeState):
                 a, P.free, end, added, cov = fixed_op(P.free, issued, x[0], x[1], cov)
                 op, elements, work = _executed(core, e, name, a, end), 0, added
             elif code == BAR:
-                end = P.free = barrier(a, P.done)
+                _, end = barrier(a, a, P.done)
+                P.free = end
                 op, elements, work = "PipeBarrier:" + name, 0, 0
                 P.stall += end - a
             elif code == WAIT:
@@ -282,7 +311,7 @@ def fixed_pipe(core, P: PipeState):
                 P.stall += c - a
                 P.free, op, elements = end, WAIT_OP[x.event], x.id
             else:  # SET
-                P.free, end, work, cov = flag_set(a, P.done, f, cov)
+                _, P.free, end, work, cov = flag_set(a, a, P.done, f, cov)
                 _record_set(x, end, check, core, e)
                 op, elements = SET_OP[x.event], x.id
             queue.took(P.n_deq, end if code in (WAIT, BAR) else a)

@@ -25,7 +25,7 @@ entry is complete (a SetFlag: fires). Every function returns integers when given
 | DMA first byte | :func:`dma_first_byte` | MTE pipes (via :mod:`.dma`) |
 | scalar cycles of one vector call | :func:`vec_call_scalar` | scalar unit, compute-run timer |
 | busy as a union of intervals | :func:`cover` (inside the rules above) | V pipe, compute-run timer |
-| entry start on its pipe | :func:`arrival` | V and MTE pipes, compute-run timer |
+| entry start on its pipe | :func:`arrival` (written out inside the pipe-side rules above) | MTE pipes (DMA), Macro on V, compute-run timer |
 | a fixed-cost instruction (Cube side) | :func:`fixed_op` | MTE1, M and V pipes |
 """
 
@@ -56,19 +56,28 @@ def vec_op(free: int, issued: int, n: int, params: tuple, covered: int) -> tuple
     return start, free, end, end - (start if start > covered else covered), end
 
 
-def barrier(arrival: int, done: int) -> int:
-    """PipeBarrier<X>: the pipe (or, for ALL, the scalar unit) goes on only once everything before
-    it completed; returns the cycle it does (the entry's end and the pipe's next free cycle)."""
-    return done if done > arrival else arrival
+def barrier(free: int, issued: int, done: int) -> tuple[int, int]:
+    """PipeBarrier<X> handed over at ``issued`` to pipe X, free from ``free`` (for ALL: the scalar
+    unit, with ``free`` = ``issued`` = its clock): ``(start, end)``. It starts at its :func:`arrival`
+    and the pipe goes on only once everything before it completed (``done``): ``end`` is the
+    entry's end and the pipe's next free cycle. (The arrival is written out in this rule and the two
+    flag rules below: each runs once per barrier or flag of an ``instr`` run, where a call costs more
+    than the ``max``; ``tests/test_hw_rules.py`` holds them to :func:`arrival`.)"""
+    start = free if free > issued else issued
+    return start, (done if done > start else start)
 
 
-def flag_set(arrival: int, done: int, flag_cycles: int, covered: int) -> tuple[int, int, int, int]:
-    """A SetFlag on a pipe: ``(free, fire, busy added, covered)``. It fires ``flag_cycles`` after
-    everything before it completed; later instructions on the pipe need not wait for it (only for
-    its own cycles); the pipe is busy for the ``flag_cycles`` before it fires."""
-    fire = (done if done > arrival else arrival) + flag_cycles
-    added, covered = cover(fire - flag_cycles, fire, covered)
-    return arrival + flag_cycles, fire, added, covered
+def flag_set(free: int, issued: int, done: int, flag_cycles: int, covered: int) -> tuple[int, int, int, int, int]:
+    """A SetFlag handed over at ``issued`` to a pipe free from ``free``: ``(start, free, fire, busy
+    added, covered)``. It starts at its :func:`arrival` and fires ``flag_cycles`` after everything
+    before it completed (``done``); later instructions on the pipe need not wait for it (only for its
+    own cycles); the pipe is busy for the ``flag_cycles`` before it fires."""
+    start = free if free > issued else issued
+    fire = (done if done > start else start) + flag_cycles
+    if fire <= covered:     # cover(fire - flag_cycles, fire, covered), written out
+        return start, start + flag_cycles, fire, 0, covered
+    busy_from = fire - flag_cycles
+    return start, start + flag_cycles, fire, fire - (busy_from if busy_from > covered else covered), fire
 
 
 def scalar_flag_set(t: int, last_consume: int, flag_cycles: int, stall_policy: bool) -> tuple[int, int]:
@@ -78,15 +87,18 @@ def scalar_flag_set(t: int, last_consume: int, flag_cycles: int, stall_policy: b
     return t + stall + flag_cycles, stall
 
 
-def flag_wait(arrival: int, fire: int, flag_cycles: int, covered: int = 0) -> tuple[int, int, int, int]:
-    """A WaitFlag reaching its pipe at ``arrival`` consumes the set that fires at ``fire``:
-    ``(consume, free, busy added, covered)``. It is consumed at the later of the two; the pipe is
-    busy ``flag_cycles`` after that and goes on then."""
-    consume = fire if fire > arrival else arrival
+def flag_wait(free: int, issued: int, fire: int, flag_cycles: int, covered: int = 0
+              ) -> tuple[int, int, int, int, int]:
+    """A WaitFlag handed over at ``issued`` to a pipe free from ``free`` (on the scalar unit: ``free``
+    = ``issued`` = its clock) consumes the set that fires at ``fire``: ``(start, consume, free, busy
+    added, covered)``. It starts at its :func:`arrival` and consumes at the later of that and the
+    set; the pipe is busy ``flag_cycles`` after that and goes on then."""
+    start = free if free > issued else issued
+    consume = fire if fire > start else start
     free = consume + flag_cycles
     if free <= covered:     # cover(consume, free, covered), written out: once per flag wait
-        return consume, free, 0, covered
-    return consume, free, free - (consume if consume > covered else covered), free
+        return start, consume, free, 0, covered
+    return start, consume, free, free - (consume if consume > covered else covered), free
 
 
 def set_while_set(fire: int, previous_consume: int) -> bool:

@@ -92,15 +92,22 @@ _QUEUE_TYPES = (AllocTensor, EnQue, DeQue, FreeTensor)
 class ScalarUnit:
     """The scalar unit's clock and totals, and how it executes each kind of record."""
 
-    __slots__ = ("core", "prof", "t", "stall", "idx", "span", "cnt", "V", "kc", "vp", "keep", "rows_append",
-                 "env", "wait_kind", "wait_on")
+    __slots__ = ("core", "prof", "t", "stall", "idx", "span", "cnt", "V", "kc", "kinds", "vp", "keep",
+                 "rows_append", "env", "wait_kind", "wait_on", "checked", "lost", "stall_policy", "f", "routes")
 
     def __init__(self, core) -> None:
         self.core, self.prof = core, core.profile
         self.t, self.stall, self.idx = core.t0, 0, -1
         self.span, self.cnt = core.open_span(None)
         self.V, self.kc, self.vp = core.pipes["V"], core.scalar_costs, core.vec_params
+        #: kind -> (cycles per count, count key) of the fixed-cost Scalar kinds
+        self.kinds = {kind: (c, SCALAR_KEY[kind]) for kind, c in self.kc.items()}
+        #: HardEvent -> (the core's flags of it by id, its EventInfo): one lookup per Set/WaitFlag
+        self.routes = {ev: (row, EVENTS[ev]) for ev, row in core.flags.table.items()}
         self.keep, self.rows_append, self.env = core.keep_ops, core.rows.append, core.env
+        policy = self.prof.flag_double_set
+        self.checked, self.lost, self.stall_policy = policy in CHECKED_POLICIES, policy == "lost", policy == "stall"
+        self.f = self.prof.flag_cycles
         #: what it waits for when it yields (deadlock diagnostics): ``flag`` (a WaitFlag's set, on the
         #: Flag), ``set`` (a set's previous consume), ``room`` (a free slot, on the pipe) or ``drain``
         #: (PipeBarrier<ALL>, on the names of the pipes not drained)
@@ -140,15 +147,15 @@ class ScalarUnit:
             span.end = end
         span.n += 1
 
-    def scalar_gm(self, rec: ScalarGm) -> None:
-        """A GlobalTensor GetValue/SetValue through the core's data cache."""
-        p, store = self.prof, rec.store
+    def scalar_gm(self, rec: ScalarGm, t: int) -> int:
+        """A GlobalTensor GetValue/SetValue through the core's data cache, from cycle ``t``; returns
+        the cycle it is done."""
+        p, store, dcache = self.prof, rec.store, self.core.dcache
         self.cnt["scalar_gm_store" if store else "scalar_gm_load"] += 1
-        hit = self.core.dcache.access(rec.addr, rec.nbytes)
-        c = scalar_gm_l2(hit, self.core.dcache.in_l2, store, p.scalar_ub_load_cycles, p.scalar_ub_store_cycles,
-                         p.dcache_miss_cycles, p.l2_hit_cycles)
-        t, span = self.t, self.span
-        self.t = end = t + c
+        hit = dcache.access(rec.addr, rec.nbytes)
+        end = t + scalar_gm_l2(hit, dcache.in_l2, store, p.scalar_ub_load_cycles, p.scalar_ub_store_cycles,
+                               p.dcache_miss_cycles, p.l2_hit_cycles)
+        span = self.span
         if self.keep:
             self.rows_append(span.row(self.core.cid, "S", "gm_store" if store else "gm_load", t, end, 1, rec.nbytes))
         if t < span.start:      # Span.add, inline
@@ -156,6 +163,7 @@ class ScalarUnit:
         if end > span.end:
             span.end = end
         span.n += 1
+        return end
 
     def _exp_cycles(self, rec: Scalar) -> int:
         if rec.kind != "exp":
@@ -165,34 +173,35 @@ class ScalarUnit:
             raise self.fail(f"Scalar exp(arg={rec.arg}) declares no ALU or division work")
         return rec.count * scalar_exp(rec.alu, rec.div, p.scalar_alu_cycles, p.scalar_div_cycles)
 
-    def wait_flag(self, fl) -> None:
-        """WaitFlag with destination S, its set recorded: consume it."""
-        t, sets = self.t, fl.sets
-        c, self.t, _, _ = flag_wait(t, sets.popleft(), self.prof.flag_cycles)
-        if sets and self.prof.flag_double_set in CHECKED_POLICIES and set_while_set(sets[0], c):
-            if self.prof.flag_double_set == "lost":
+    def wait_flag(self, fl, t: int) -> int:
+        """WaitFlag with destination S at cycle ``t``, its set recorded: consume it; returns the
+        cycle the scalar unit goes on."""
+        sets = fl.sets
+        _, c, free, _, _ = flag_wait(t, t, sets.popleft(), self.f)
+        if sets and self.checked and set_while_set(sets[0], c):
+            if self.lost:
                 drop_lost(fl, c)
             else:
                 raise self.fail(double_set_message(fl, sets[0], c) + " (seen at this WaitFlag)")
         fl.last_consume = c
         self.stall += c - t
-        self.did(EVENTS[fl.event].wait_op, t, self.t, fl.id)
+        self.did(EVENTS[fl.event].wait_op, t, free, fl.id)
+        return free
 
-    def set_flag(self, fl) -> None:
-        """SetFlag with source S (under ``stall``, the previous set already consumed)."""
-        p, t = self.prof, self.t
-        fire, stall = scalar_flag_set(t, fl.last_consume, p.flag_cycles, p.flag_double_set == "stall")
-        lost = False
-        if p.flag_double_set in CHECKED_POLICIES and not fl.sets and set_while_set(fire, fl.last_consume):
-            if p.flag_double_set != "lost":
+    def set_flag(self, fl, t: int) -> int:
+        """SetFlag with source S at cycle ``t`` (under ``stall``, the previous set already
+        consumed); returns the cycle it fires, when the scalar unit goes on."""
+        fire, stall = scalar_flag_set(t, fl.last_consume, self.f, self.stall_policy)
+        if self.checked and not fl.sets and set_while_set(fire, fl.last_consume):
+            if not self.lost:
                 raise self.fail(double_set_message(fl, fire, fl.last_consume))
-            fl.lost, lost = fl.lost + 1, True
-        self.stall += stall
-        self.t = fire
-        if not lost:
+            fl.lost += 1
+        else:
             fl.sets.append(fire)
             if fl.waiter is not None:
                 fl.wake()
+        if stall:
+            self.stall += stall
         span = self.span            # did(), inline: the kernel sets S_V before every row it hands V
         if self.keep:
             self.rows_append(span.row(self.core.cid, "S", EVENTS[fl.event].set_op, t, fire, fl.id, 0))
@@ -201,6 +210,7 @@ class ScalarUnit:
         if fire > span.end:
             span.end = fire
         span.n += 1
+        return fire
 
     # ---------------------------------------------------------------- records it hands to a pipe
 
@@ -240,96 +250,126 @@ class ScalarUnit:
 def scalar_unit(core, program):
     """The scalar unit's SimPy process: one pass per record of the program.
 
-    The frequent records (Scalar, ScalarGm, VecOp, flags, PipeBarrier<V>, Macro) are handled here
-    without a generator hop, the rest by :func:`_other`. A record for a pipe sets ``P`` (the pipe),
-    ``code``, ``a``/``b`` (the entry's fields) and ``pre`` (scalar cycles before the hand-over) and
-    falls through to the hand-over at the bottom (:meth:`ScalarUnit.push`, inline when the queue has
-    room). It yields only to wait: for a queue slot or a flag (:func:`_flag_wait`)."""
+    The frequent records (Scalar, ScalarGm, VecOp, flags, PipeBarrier<V>) are handled here without a
+    generator hop, the rest by :func:`_rare` (Macro, Tag, DMA, barriers on other pipes, TPipe
+    bookkeeping). Its clock ``t``, record index ``idx``, span and phase counts live in locals and are
+    written to the :class:`ScalarUnit` before anything else reads them (a helper, a yield); the
+    VecOp and PipeBarrier<V> counts are added to the phase's counts before the next rare record and at
+    the end (only a Tag changes the phase). A record for a pipe sets ``P`` (the pipe), ``code`` and
+    ``a``/``b`` (the entry's fields) and falls through to the hand-over at the bottom
+    (:meth:`ScalarUnit.push` when the queue is full, inline otherwise). It yields only to wait: for a
+    queue slot or a flag (:func:`_flag_wait`)."""
     su = core.s_unit = ScalarUnit(core)
-    V, depth, pipes_get, flags, env = su.V, core.profile.queue_depth, core.pipes.get, core.flags.table, core.env
+    V, depth, pipes_get, routes = su.V, core.profile.queue_depth, core.pipes.get, su.routes
     disp = core.profile.scalar_dispatch_cycles
     api = vec_call_scalar(core.profile.vec_api_scalar_cycles, core.profile.vec_call_loop_cycles)
-    stall_policy = core.profile.flag_double_set == "stall"
-    scalar, scalar_gm_, vp = su.scalar, su.scalar_gm, su.vp
-    kc, keep = su.kc, su.keep
+    scalar_gm_, set_flag, wait_flag, vp, kinds, keep = su.scalar_gm, su.set_flag, su.wait_flag, su.vp, su.kinds, su.keep
+    t, idx, span, cnt, n_vec, n_bar = su.t, -1, su.span, su.cnt, 0, 0
     for rec in program:
-        su.idx += 1
+        idx += 1
         typ = type(rec)
         if typ is Scalar:     # count x the kind's cycles (:meth:`ScalarUnit.scalar` for the others)
-            c = kc.get(rec.kind)
-            if c is None or rec.count < 0 or keep:
-                scalar(rec)
+            kind = kinds.get(rec.kind)
+            if kind is None or rec.count < 0 or keep:
+                su.t, su.idx = t, idx
+                su.scalar(rec)
+                t = su.t
                 continue
-            su.cnt[SCALAR_KEY[rec.kind]] += rec.count
-            t, span = su.t, su.span
-            su.t = end = t + c * rec.count
+            cycles, key = kind
+            cnt[key] += rec.count
+            end = t + cycles * rec.count
             if t < span.start:      # Span.add, inline
                 span.start = t
             if end > span.end:
                 span.end = end
             span.n += 1
+            t = end
             continue
-        if typ is VecOp:
-            su.cnt["vec"] += 1
-            try:
-                a = vp[rec.dtype][rec.op]
-            except KeyError:
-                raise su.no_vec_cost(rec) from None
-            P, code, b, pre = V, VEC, None, api     # api: the mask set-up
-        elif typ is ScalarGm:
-            scalar_gm_(rec)
-            continue
-        elif typ is SetFlag or typ is WaitFlag:
+        if typ is SetFlag or typ is WaitFlag:
             rid = rec.id       # the Flag (inline: a third of all records), or _lookup_flag's error
             if type(rid) is EventHandle:
                 rid = rid.id
             try:
-                fl = flags[rec.event][rid]
+                row, info = routes[rec.event]
+                fl = row[rid]
                 if rid < 0:
                     raise IndexError
             except (KeyError, IndexError, TypeError):
-                fl = _lookup_flag(su, rec)
-            info, is_set = EVENTS[rec.event], typ is SetFlag
-            su.cnt[info.set_key if is_set else info.wait_key] += 1
+                su.idx = idx
+                fl, info = _lookup_flag(su, rec), EVENTS[rec.event]
+            is_set = typ is SetFlag
+            cnt[info.set_key if is_set else info.wait_key] += 1
             pipe = info.src if is_set else info.dst
             if pipe == "S":
-                if is_set:
-                    if stall_policy and fl.sets:
-                        yield from _flag_wait(su, fl, "set")
-                    su.set_flag(fl)
-                else:
-                    while not fl.sets:      # _flag_wait, inline: V has often not reached the set yet
-                        su.wait_kind, su.wait_on = "flag", fl
-                        yield fl.wait_set(env)
-                    su.wait_flag(fl)
+                su.idx = idx
+                if fl.sets if is_set else not fl.sets:
+                    if not is_set or su.stall_policy:     # a wait for a set, or (stall) for a consume
+                        su.t = t
+                        yield from _flag_wait(su, fl, "set" if is_set else "flag")
+                t = set_flag(fl, t) if is_set else wait_flag(fl, t)
                 continue
             P = pipes_get(pipe) or core.pipe(pipe)     # MTE1 / M start on first use
-            code, a, b, pre = SET if is_set else WAIT, fl, None, 0
+            code, a, b = SET if is_set else WAIT, fl, None
+        elif typ is VecOp:
+            n_vec += 1
+            try:
+                a = vp[rec.dtype][rec.op]
+            except KeyError:
+                su.idx = idx
+                raise su.no_vec_cost(rec) from None
+            P = V
+            code = VEC
+            b = None
+            t += api        # the mask set-up
         elif typ is PipeBarrier and rec.pipe == "V":
-            su.cnt["barrier_V"] += 1
-            P, code, a, b, pre = V, BAR, None, None, 0
-        elif isinstance(rec, Macro):
-            if rec.v_end > rec.v_start:
-                yield from su.push(V, MAC, rec, rec.v_start, rec.v_end - rec.v_start, 0, rec.v_start)
-            su.macro(rec)
+            n_bar += 1
+            P, code, a, b = V, BAR, None, None
+        elif typ is ScalarGm:
+            t = scalar_gm_(rec, t)
             continue
         else:
-            yield from _other(su, rec, typ)
+            su.t, su.idx = t, idx
+            n_vec = n_bar = _add_counts(cnt, n_vec, n_bar)
+            yield from _rare(su, rec, typ)
+            t, span, cnt = su.t, su.span, su.cnt
             continue
         q = P.q
         if len(q.items) >= depth:
-            su.t += pre
+            su.t, su.idx = t, idx
             yield from su.push(P, code, rec, a, b, disp)
+            t = su.t
             continue
         n = q.n_push        # IssueQueue.hand, inline: two records in five are handed over
-        t, stall = hand_over(su.t + pre, q.ring[n % depth], disp)
-        su.t = t
-        su.stall += stall
-        q.items.append(new_entry(Entry, (code, t, rec, su.span, su.idx, a, b)))
+        t, stall = hand_over(t, q.ring[n % depth], disp)
+        if stall:
+            su.stall += stall
+        q.items.append(new_entry(Entry, (code, t, rec, span, idx, a, b)))
         q.n_push = n + 1
         if q.get_queue:
             q.get_queue.pop().succeed()
-    core.finish_scalar(su.t, su.stall, su.idx + 1)
+    _add_counts(cnt, n_vec, n_bar)
+    core.finish_scalar(t, su.stall, idx + 1)
+
+
+def _add_counts(cnt, n_vec: int, n_bar: int) -> int:
+    """Add the VecOps and PipeBarrier<V>s the scalar unit counted in locals to its phase's counts;
+    returns 0 (the locals' new value)."""
+    if n_vec:
+        cnt["vec"] += n_vec
+    if n_bar:
+        cnt["barrier_V"] += n_bar
+    return 0
+
+
+def _rare(su: ScalarUnit, rec, typ):
+    """A Macro (``phase`` fidelity: its V part handed to V, then the scalar unit is busy
+    :meth:`ScalarUnit.macro`) or anything :func:`_other` handles."""
+    if isinstance(rec, Macro):
+        if rec.v_end > rec.v_start:
+            yield from su.push(su.V, MAC, rec, rec.v_start, rec.v_end - rec.v_start, 0, rec.v_start)
+        su.macro(rec)
+    else:
+        yield from _other(su, rec, typ)
 
 
 def _flag_wait(su: ScalarUnit, fl, kind: str):
@@ -407,7 +447,7 @@ def _barrier(su: ScalarUnit, rec):
         su.wait_kind, su.wait_on = "drain", [p.name for p in plist if not p.drained]
         yield su.env.all_of([p.when_drained(su.env) for p in plist if not p.drained])
     t0 = su.t
-    su.t = barrier(t0, max(p.done for p in plist))
+    _, su.t = barrier(t0, t0, max(p.done for p in plist))
     su.stall += su.t - t0
     su.did("PipeBarrier:ALL", t0, su.t)
 

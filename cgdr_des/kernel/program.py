@@ -44,7 +44,7 @@ class ChunkInfo:
 
 class PhaseInfo(NamedTuple):
     """One labelled part of the program: its trace label (the Tag phase), the AscendC function it
-    models and that function's lines in chunk_gated_delta_rule.h (empty where not located), and how
+    models and that function's lines in chunk_gated_delta_rule.h (docs/kernel.md §1), and how
     it runs: ``run(core, ch, tile, out)`` with ``tile`` = (first V column, width) for a V-tile step."""
 
     label: str
@@ -63,26 +63,31 @@ def _tiled(fn: Callable) -> Callable:
 
 #: Phases 1-5 (ProcessChunk), in program order; P3.5 only when CanCacheAttnQuery holds.
 CHUNK_PHASES = (
-    PhaseInfo("P1_LoadChunkKey", "LoadChunkKey", "", _chunk(phases.load_chunk_key)),
-    PhaseInfo("P1b_GCumsum", "ComputeGCumsum", "", _chunk(phases.compute_g_cumsum)),
-    PhaseInfo("P2_KBeta", "ComputeKBeta", "", _chunk(phases.compute_k_beta)),
-    PhaseInfo("P3_DecayExp", "PrepareDecayAndExp", "", _chunk(phases.prepare_decay_and_exp)),
-    PhaseInfo("P3.5_QCache", "PrepareAttnQueryCache", "", _chunk(phases.prepare_attn_query_cache)),
-    PhaseInfo("P4a_DotFp32", "ComputeAttnMatrix (A rows, DotFp32)", ":289-316", _chunk(phases.attn_matrix_lower)),
-    PhaseInfo("P4b_Recursion", "ComputeRecursiveAttn", ":317-340", _chunk(phases.compute_recursive_attn)),
-    PhaseInfo("P4c_DotFp32", "ComputeAttnMatrix (M rows, DotFp32)", ":289-316", _chunk(phases.attn_matrix_query)),
-    PhaseInfo("P5_KCumdecay", "ComputeKCumdecay", "", _chunk(phases.compute_k_cumdecay)),
+    PhaseInfo("P1_LoadChunkKey", "LoadChunkKey", ":447-483", _chunk(phases.load_chunk_key)),
+    PhaseInfo("P1b_GCumsum", "ComputeGCumsum (LoadG :251-257)", ":486-492", _chunk(phases.compute_g_cumsum)),
+    PhaseInfo("P2_KBeta", "ComputeKBeta (LoadBeta :258-262)", ":495-511", _chunk(phases.compute_k_beta)),
+    PhaseInfo("P3_DecayExp", "PrepareDecayAndExp", ":514-532", _chunk(phases.prepare_decay_and_exp)),
+    PhaseInfo("P3.5_QCache", "PrepareAttnQueryCache (CanCacheAttnQuery :534-543)", ":548-572",
+              _chunk(phases.prepare_attn_query_cache)),
+    PhaseInfo("P4a_DotFp32", "ComputeAttnMatrix (A rows; DotFp32 :289-312)", ":578-583",
+              _chunk(phases.attn_matrix_lower)),
+    PhaseInfo("P4b_Recursion", "ComputeRecursiveAttn (unit diagonal :585-587)", ":317-340",
+              _chunk(phases.compute_recursive_attn)),
+    PhaseInfo("P4c_DotFp32", "ComputeAttnMatrix (M rows; DotFp32 :289-312)", ":588-613",
+              _chunk(phases.attn_matrix_query)),
+    PhaseInfo("P5_KCumdecay", "ComputeKCumdecay", ":617-645", _chunk(phases.compute_k_cumdecay)),
 )
 #: Steps 1-7 of ProcessOneVTile, in program order.
 VTILE_STEPS = (
-    PhaseInfo("S1_LoadVBeta", "LoadVBeta", "", _tiled(vtile.load_v_beta)),
-    PhaseInfo("S2_ValueNew", "ComputeValueNew", "", _chunk(vtile.compute_value_new)),
-    PhaseInfo("S3_LoadState", "LoadStateTile", "", _tiled(vtile.load_state_tile)),
-    PhaseInfo("S4_VNew", "ComputeVNew", "", _chunk(vtile.compute_v_new)),
-    PhaseInfo("S5_AttnInter", "ComputeAttnInter", "", _chunk(vtile.compute_attn_inter)),
-    PhaseInfo("S6_AccumOutput", "AccumOutput", "", _chunk(vtile.accum_output)),
-    PhaseInfo("S6b_WriteOut", "WriteAttnTileToGm", ":341-373", _tiled(vtile.write_attn_tile_to_gm)),
-    PhaseInfo("S7_UpdateState", "UpdateAndWriteState (ScalarExp :263-288)", "", _tiled(vtile.update_and_write_state)),
+    PhaseInfo("S1_LoadVBeta", "LoadVBeta", ":674-729", _tiled(vtile.load_v_beta)),
+    PhaseInfo("S2_ValueNew", "ComputeValueNew", ":732-747", _chunk(vtile.compute_value_new)),
+    PhaseInfo("S3_LoadState", "LoadStateTile", ":750-786", _tiled(vtile.load_state_tile)),
+    PhaseInfo("S4_VNew", "ComputeVNew", ":789-808", _chunk(vtile.compute_v_new)),
+    PhaseInfo("S5_AttnInter", "ComputeAttnInter", ":811-829", _chunk(vtile.compute_attn_inter)),
+    PhaseInfo("S6_AccumOutput", "AccumOutput", ":832-846", _chunk(vtile.accum_output)),
+    PhaseInfo("S6b_WriteOut", "WriteAttnTileToGm", ":341-372", _tiled(vtile.write_attn_tile_to_gm)),
+    PhaseInfo("S7_UpdateState", "UpdateAndWriteState (ScalarExp :263-284, called at :864)", ":849-915",
+              _tiled(vtile.update_and_write_state)),
 )
 #: Every label a program's Tags carry, in program order: the one table of the kernel's parts (for
 #: the programs, the traces and the documentation).
