@@ -31,11 +31,27 @@ could ever refill it -- and is reported at once ("event ids exhausted").
 from __future__ import annotations
 
 from collections import deque
+from typing import NamedTuple
 
 from simpy import PriorityStore
 
 from cgdr_des.hw.diagnostics import HwFault
-from cgdr_des.isa import HARD_EVENTS
+from cgdr_des.isa import HARD_EVENTS, event_pipes
+
+
+class EventInfo(NamedTuple):
+    """What the scalar unit needs to know of one HardEvent."""
+
+    src: str        # the pipe that sets it
+    dst: str        # the pipe that waits on it
+    set_key: str    # count key of its SetFlag
+    wait_key: str   # count key of its WaitFlag
+    set_op: str     # ops label of its SetFlag
+    wait_op: str    # ops label of its WaitFlag
+
+
+EVENTS = {ev: EventInfo(*event_pipes(ev), "set_" + ev, "wait_" + ev, "SetFlag:" + ev, "WaitFlag:" + ev)
+          for ev in HARD_EVENTS}
 
 #: the policies that look at every set against the previous one's consumption
 CHECKED_POLICIES = ("diagnostic", "lost")

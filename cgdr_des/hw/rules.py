@@ -25,7 +25,7 @@ entry is complete (a SetFlag: fires). Every function returns integers when given
 | DMA first byte | :func:`dma_first_byte` | MTE pipes (via :mod:`.dma`) |
 | scalar cycles of one vector call | :func:`vec_call_scalar` | scalar unit, compute-run timer |
 | busy as a union of intervals | :func:`cover` (inside the rules above) | V pipe, compute-run timer |
-| entry start on its pipe | :func:`arrival` (written out inside the pipe-side rules above) | MTE pipes (DMA), Macro on V, compute-run timer |
+| entry start on its pipe | :func:`arrival` (written out in the pipe-side rules) | MTE pipes, Macro on V, timer |
 | a fixed-cost instruction (Cube side) | :func:`fixed_op` | MTE1, M and V pipes |
 """
 

@@ -27,14 +27,10 @@ The scalar unit is sequential, so ``busy + stall`` is exactly its last cycle min
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from cgdr_des.hw.diagnostics import HwFault, at
-from cgdr_des.hw.flags import CHECKED_POLICIES, double_set_message, drop_lost
-from cgdr_des.hw.pipes import FIXED_PIPES
-from cgdr_des.hw.records import BAR, FIXED, MAC, SET, VEC, WAIT, Entry, MacroTally, new_entry
+from cgdr_des.hw.flags import CHECKED_POLICIES, EVENTS, EventInfo, double_set_message, drop_lost
+from cgdr_des.hw.records import BAR, MAC, SET, VEC, WAIT, Entry, MacroTally, new_entry
 from cgdr_des.hw.rules import (
-    barrier,
     flag_wait,
     hand_over,
     scalar_exp,
@@ -43,50 +39,25 @@ from cgdr_des.hw.rules import (
     set_while_set,
     vec_call_scalar,
 )
+from cgdr_des.hw.scalar_rare import other_record
 from cgdr_des.isa import (
-    BARRIER_PIPES,
-    HARD_EVENTS,
     SCALAR_KINDS,
-    AllocEventID,
-    AllocTensor,
-    DeQue,
-    Dma,
-    EnQue,
     EventHandle,
-    FetchEventID,
-    FreeTensor,
-    InitBuffer,
     Macro,
     PipeBarrier,
-    ReleaseEventID,
     Scalar,
     ScalarGm,
     SetFlag,
-    Tag,
     VecOp,
     WaitFlag,
-    event_pipes,
-    record_kind,
     resolve_event_id,
 )
+
+__all__ = ["EVENTS", "EventInfo", "ScalarUnit", "scalar_unit"]
 
 SCALAR_KEY = {k: "scalar_" + k for k in SCALAR_KINDS}
 
 
-class EventInfo(NamedTuple):
-    """What the scalar unit needs to know of one HardEvent."""
-
-    src: str        # the pipe that sets it
-    dst: str        # the pipe that waits on it
-    set_key: str    # count key of its SetFlag
-    wait_key: str   # count key of its WaitFlag
-    set_op: str     # ops label of its SetFlag
-    wait_op: str    # ops label of its WaitFlag
-
-
-EVENTS = {ev: EventInfo(*event_pipes(ev), "set_" + ev, "wait_" + ev, "SetFlag:" + ev, "WaitFlag:" + ev)
-          for ev in HARD_EVENTS}
-_QUEUE_TYPES = (AllocTensor, EnQue, DeQue, FreeTensor)
 
 
 class ScalarUnit:
@@ -220,15 +191,20 @@ class ScalarUnit:
                          f"(ops: {', '.join(self.prof.vec_width)}; dtypes fp32, fp16)")
 
     def push(self, P, code: int, rec, a, b, dispatch: int, offset: int = 0):
-        """Hand an entry to ``P``'s queue (waiting for a slot if it is full): the slot's dequeue cycle,
-        then ``dispatch``; a Macro's V part is issued ``offset`` cycles after."""
-        q, fields = P.q, (code, rec, self.span, self.idx, a, b)
-        if len(q.items) >= q.capacity:
-            self.wait_kind, self.wait_on = "room", P
-            t, stall = yield q.put(fields, self.t, dispatch, offset)
-        else:
-            t, stall = q.hand(fields, self.t, dispatch, offset)
-        self.t = t
+        """Hand an entry to ``P``'s queue, waiting for a slot if it is full (a generator: a SimPy
+        wait); :meth:`hand` when it has room."""
+        q = P.q
+        if len(q.items) < q.capacity:
+            self.hand(P, code, rec, a, b, dispatch, offset)
+            return
+        self.wait_kind, self.wait_on = "room", P
+        self.t, stall = yield q.put((code, rec, self.span, self.idx, a, b), self.t, dispatch, offset)
+        self.stall += stall
+
+    def hand(self, P, code: int, rec, a, b, dispatch: int, offset: int = 0) -> None:
+        """Hand an entry to ``P``'s queue, which has room: the slot's dequeue cycle, then
+        ``dispatch``; a Macro's V part is issued ``offset`` cycles after."""
+        self.t, stall = P.q.hand((code, rec, self.span, self.idx, a, b), self.t, dispatch, offset)
         self.stall += stall
 
     def macro(self, rec: Macro) -> None:
@@ -327,10 +303,20 @@ def scalar_unit(core, program):
         elif typ is ScalarGm:
             t = scalar_gm_(rec, t)
             continue
+        elif isinstance(rec, Macro):      # phase fidelity: its V part to V, then S busy s_cycles
+            su.t, su.idx = t, idx
+            if rec.v_end > rec.v_start:
+                if len(V.q.items) >= depth:
+                    yield from su.push(V, MAC, rec, rec.v_start, rec.v_end - rec.v_start, 0, rec.v_start)
+                else:
+                    su.hand(V, MAC, rec, rec.v_start, rec.v_end - rec.v_start, 0, rec.v_start)
+            su.macro(rec)
+            t = su.t
+            continue
         else:
             su.t, su.idx = t, idx
             n_vec = n_bar = _add_counts(cnt, n_vec, n_bar)
-            yield from _rare(su, rec, typ)
+            yield from other_record(su, rec, typ)
             t, span, cnt = su.t, su.span, su.cnt
             continue
         q = P.q
@@ -361,64 +347,12 @@ def _add_counts(cnt, n_vec: int, n_bar: int) -> int:
     return 0
 
 
-def _rare(su: ScalarUnit, rec, typ):
-    """A Macro (``phase`` fidelity: its V part handed to V, then the scalar unit is busy
-    :meth:`ScalarUnit.macro`) or anything :func:`_other` handles."""
-    if isinstance(rec, Macro):
-        if rec.v_end > rec.v_start:
-            yield from su.push(su.V, MAC, rec, rec.v_start, rec.v_end - rec.v_start, 0, rec.v_start)
-        su.macro(rec)
-    else:
-        yield from _other(su, rec, typ)
-
-
 def _flag_wait(su: ScalarUnit, fl, kind: str):
     """Yield until ``fl`` has a set recorded (``flag``: a WaitFlag on S) or has none pending
     (``set``: a SetFlag on S under the ``stall`` policy)."""
     while (not fl.sets) if kind == "flag" else fl.sets:
         su.wait_kind, su.wait_on = kind, fl
         yield fl.wait_set(su.env) if kind == "flag" else fl.wait_consumed(su.env)
-
-
-def _other(su: ScalarUnit, rec, typ):
-    """Barriers on MTE pipes and ALL, Tags, DMAs and TPipe bookkeeping."""
-    core = su.core
-    if typ is PipeBarrier:
-        yield from _barrier(su, rec)
-    elif typ is Tag:
-        su.span, su.cnt = core.open_span(rec)
-        su.cnt["Tag"] += 1
-    elif typ is Dma:
-        su.cnt["dma_" + rec.pipe] += rec.repeat
-        P, code, _, first_byte, cap = core.dma_entry(rec, su.idx, su.span)
-        yield from su.push(P, code, rec, first_byte, cap, su.prof.scalar_dispatch_cycles)
-    elif typ is FetchEventID:  # one per DMA idiom, and it never waits
-        su.cnt["FetchEventID"] += 1
-        try:
-            rec.handle.id = core.pool.fetch(rec.event)
-        except HwFault as exc:
-            raise su.fail(str(exc)) from None
-        su.t += su.prof.tpipe_call_cycles
-        su.did("FetchEventID:" + rec.event, su.t - su.prof.tpipe_call_cycles, su.t)
-    elif isinstance(getattr(typ, "pipe", None), str):      # a Cube-side record names its pipe
-        su.cnt[record_kind(rec)] += 1
-        yield from _fixed_record(su, rec, typ)
-    else:
-        su.cnt[record_kind(rec)] += 1
-        yield from _tpipe_record(su, rec)
-
-
-def _fixed_record(su: ScalarUnit, rec, typ):
-    """A fixed-cost Cube-side record (LoadData, Mmad, an L0C drain): handed to the pipe its class
-    names, with its (issue, latency) cycles and the buffer versions it reads and writes."""
-    core = su.core
-    try:
-        P = core.pipe(typ.pipe)
-        cost = core.fixed_cost(rec)
-    except HwFault as exc:
-        raise su.fail(str(exc)) from None
-    access = core.buffers.hand_over(rec)
-    yield from su.push(P, FIXED, rec, cost, access, su.prof.scalar_dispatch_cycles)
 
 
 def _lookup_flag(su: ScalarUnit, rec):
@@ -430,60 +364,3 @@ def _lookup_flag(su: ScalarUnit, rec):
         return su.core.flags.get(rec.event, resolve_event_id(rid))
     except HwFault as exc:
         raise su.fail(str(exc)) from None
-
-
-def _barrier(su: ScalarUnit, rec):
-    """PipeBarrier<V/MTE2/MTE3> (handed over) or <ALL> (the scalar unit waits for every pipe to drain)."""
-    pname, core = rec.pipe, su.core
-    if pname not in BARRIER_PIPES and pname not in FIXED_PIPES:
-        raise su.fail(f"PipeBarrier pipe {pname!r} not one of {', '.join(BARRIER_PIPES + FIXED_PIPES)}")
-    su.cnt["barrier_" + pname] += 1
-    if pname != "ALL":
-        P = core.pipe(pname)
-        yield from su.push(P, BAR, rec, None, None, su.prof.scalar_dispatch_cycles)
-        return
-    plist = core.pipe_list
-    while not all(p.drained for p in plist):
-        su.wait_kind, su.wait_on = "drain", [p.name for p in plist if not p.drained]
-        yield su.env.all_of([p.when_drained(su.env) for p in plist if not p.drained])
-    t0 = su.t
-    _, su.t = barrier(t0, t0, max(p.done for p in plist))
-    su.stall += su.t - t0
-    su.did("PipeBarrier:ALL", t0, su.t)
-
-
-def _tpipe_record(su: ScalarUnit, rec):
-    """TPipe / TQue bookkeeping records (rare), with the flag a TQue call inserts handed over."""
-    core, typ = su.core, type(rec)
-    flag = None
-    try:
-        if typ in _QUEUE_TYPES:
-            flag_op = core.ub.queue(rec.name).apply(typ.__name__, core.pool)
-            if flag_op is not None:
-                kind, ev, eid = flag_op
-                flag = (SET if kind == "set" else WAIT, core.flags.get(ev, eid),
-                        core.pipes[EVENTS[ev].src if kind == "set" else EVENTS[ev].dst])
-            op = f"{typ.__name__}:{rec.name}"
-        else:
-            op = _pool_record(core, rec, typ)
-    except HwFault as exc:
-        raise su.fail(str(exc)) from None
-    su.t += su.prof.tpipe_call_cycles
-    su.did(op, su.t - su.prof.tpipe_call_cycles, su.t)
-    if flag is not None:        # the queue call's bookkeeping is done; its flag may wait for a slot
-        code, fl, P = flag
-        yield from su.push(P, code, rec, fl, None, su.prof.scalar_dispatch_cycles)
-
-
-def _pool_record(core, rec, typ) -> str:
-    """InitBuffer and the event-id records; returns the ops label."""
-    if typ is InitBuffer:
-        core.ub.init_buffer(rec.name, rec.position, rec.num, rec.nbytes)
-        return f"InitBuffer:{rec.name}"
-    if typ is FetchEventID or typ is AllocEventID:
-        rec.handle.id = (core.pool.fetch if typ is FetchEventID else core.pool.alloc)(rec.event)
-        return f"{typ.__name__}:{rec.event}"
-    if typ is ReleaseEventID:
-        core.pool.release(rec.event, resolve_event_id(rec.id))
-        return f"ReleaseEventID:{rec.event}"
-    raise HwFault(f"unknown record type {typ.__name__}")

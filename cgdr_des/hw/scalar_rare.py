@@ -1,0 +1,141 @@
+"""The scalar unit's rare records: everything but Scalar, ScalarGm, VecOp, Set/WaitFlag,
+PipeBarrier<V> and Macro, which :func:`~cgdr_des.hw.scalar.scalar_unit` handles in its loop.
+
+- ``PipeBarrier<MTE2/MTE3/MTE1/M>``: handed to that pipe; ``PipeBarrier<ALL>``: the scalar unit waits
+  until every pipe has drained (one SimPy ``AllOf`` of their drain events), then
+  :func:`~cgdr_des.hw.rules.barrier` over their last ends;
+- ``Tag``: opens a new span (and the phase's counts);
+- ``Dma``: checked against the DMA limits, then handed to MTE2 (reads) or MTE3 (writes);
+- ``FetchEventID`` / ``AllocEventID`` / ``ReleaseEventID`` and ``InitBuffer``: TPipe bookkeeping on
+  the core's event-id pool and UB (``tpipe_call_cycles`` each);
+- ``AllocTensor`` / ``EnQue`` / ``DeQue`` / ``FreeTensor``: a TQue call (:mod:`.tque`), then the flag
+  the call inserts, handed to its pipe;
+- Cube-side records (LoadData, Mmad, L0C drains): handed to the pipe their class names with their
+  fixed (issue, latency) cycles.
+
+Each is a generator: a hand-over to a full queue or PipeBarrier<ALL> waits on SimPy events.
+"""
+
+from __future__ import annotations
+
+from cgdr_des.hw.diagnostics import HwFault
+from cgdr_des.hw.flags import EVENTS
+from cgdr_des.hw.pipes import FIXED_PIPES
+from cgdr_des.hw.records import BAR, FIXED, SET, WAIT
+from cgdr_des.hw.rules import barrier
+from cgdr_des.isa import (
+    BARRIER_PIPES,
+    AllocEventID,
+    AllocTensor,
+    DeQue,
+    Dma,
+    EnQue,
+    FetchEventID,
+    FreeTensor,
+    InitBuffer,
+    PipeBarrier,
+    ReleaseEventID,
+    Tag,
+    record_kind,
+    resolve_event_id,
+)
+
+_QUEUE_TYPES = (AllocTensor, EnQue, DeQue, FreeTensor)
+
+
+def other_record(su, rec, typ):
+    """Barriers on MTE pipes and ALL, Tags, DMAs and TPipe bookkeeping."""
+    core = su.core
+    if typ is PipeBarrier:
+        yield from _barrier(su, rec)
+    elif typ is Tag:
+        su.span, su.cnt = core.open_span(rec)
+        su.cnt["Tag"] += 1
+    elif typ is Dma:
+        su.cnt["dma_" + rec.pipe] += rec.repeat
+        P, code, _, first_byte, cap = core.dma_entry(rec, su.idx, su.span)
+        yield from su.push(P, code, rec, first_byte, cap, su.prof.scalar_dispatch_cycles)
+    elif typ is FetchEventID:  # one per DMA idiom, and it never waits
+        su.cnt["FetchEventID"] += 1
+        try:
+            rec.handle.id = core.pool.fetch(rec.event)
+        except HwFault as exc:
+            raise su.fail(str(exc)) from None
+        su.t += su.prof.tpipe_call_cycles
+        su.did("FetchEventID:" + rec.event, su.t - su.prof.tpipe_call_cycles, su.t)
+    elif isinstance(getattr(typ, "pipe", None), str):      # a Cube-side record names its pipe
+        su.cnt[record_kind(rec)] += 1
+        yield from _fixed_record(su, rec, typ)
+    else:
+        su.cnt[record_kind(rec)] += 1
+        yield from _tpipe_record(su, rec)
+
+
+def _fixed_record(su, rec, typ):
+    """A fixed-cost Cube-side record (LoadData, Mmad, an L0C drain): handed to the pipe its class
+    names, with its (issue, latency) cycles and the buffer versions it reads and writes."""
+    core = su.core
+    try:
+        P = core.pipe(typ.pipe)
+        cost = core.fixed_cost(rec)
+    except HwFault as exc:
+        raise su.fail(str(exc)) from None
+    access = core.buffers.hand_over(rec)
+    yield from su.push(P, FIXED, rec, cost, access, su.prof.scalar_dispatch_cycles)
+
+
+def _barrier(su, rec):
+    """PipeBarrier<V/MTE2/MTE3> (handed over) or <ALL> (the scalar unit waits for every pipe to drain)."""
+    pname, core = rec.pipe, su.core
+    if pname not in BARRIER_PIPES and pname not in FIXED_PIPES:
+        raise su.fail(f"PipeBarrier pipe {pname!r} not one of {', '.join(BARRIER_PIPES + FIXED_PIPES)}")
+    su.cnt["barrier_" + pname] += 1
+    if pname != "ALL":
+        P = core.pipe(pname)
+        yield from su.push(P, BAR, rec, None, None, su.prof.scalar_dispatch_cycles)
+        return
+    plist = core.pipe_list
+    while not all(p.drained for p in plist):
+        su.wait_kind, su.wait_on = "drain", [p.name for p in plist if not p.drained]
+        yield su.env.all_of([p.when_drained(su.env) for p in plist if not p.drained])
+    t0 = su.t
+    _, su.t = barrier(t0, t0, max(p.done for p in plist))
+    su.stall += su.t - t0
+    su.did("PipeBarrier:ALL", t0, su.t)
+
+
+def _tpipe_record(su, rec):
+    """TPipe / TQue bookkeeping records (rare), with the flag a TQue call inserts handed over."""
+    core, typ = su.core, type(rec)
+    flag = None
+    try:
+        if typ in _QUEUE_TYPES:
+            flag_op = core.ub.queue(rec.name).apply(typ.__name__, core.pool)
+            if flag_op is not None:
+                kind, ev, eid = flag_op
+                flag = (SET if kind == "set" else WAIT, core.flags.get(ev, eid),
+                        core.pipes[EVENTS[ev].src if kind == "set" else EVENTS[ev].dst])
+            op = f"{typ.__name__}:{rec.name}"
+        else:
+            op = _pool_record(core, rec, typ)
+    except HwFault as exc:
+        raise su.fail(str(exc)) from None
+    su.t += su.prof.tpipe_call_cycles
+    su.did(op, su.t - su.prof.tpipe_call_cycles, su.t)
+    if flag is not None:        # the queue call's bookkeeping is done; its flag may wait for a slot
+        code, fl, P = flag
+        yield from su.push(P, code, rec, fl, None, su.prof.scalar_dispatch_cycles)
+
+
+def _pool_record(core, rec, typ) -> str:
+    """InitBuffer and the event-id records; returns the ops label."""
+    if typ is InitBuffer:
+        core.ub.init_buffer(rec.name, rec.position, rec.num, rec.nbytes)
+        return f"InitBuffer:{rec.name}"
+    if typ is FetchEventID or typ is AllocEventID:
+        rec.handle.id = (core.pool.fetch if typ is FetchEventID else core.pool.alloc)(rec.event)
+        return f"{typ.__name__}:{rec.event}"
+    if typ is ReleaseEventID:
+        core.pool.release(rec.event, resolve_event_id(rec.id))
+        return f"ReleaseEventID:{rec.event}"
+    raise HwFault(f"unknown record type {typ.__name__}")
