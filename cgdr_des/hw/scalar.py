@@ -101,22 +101,18 @@ class ScalarUnit:
 
     # ---------------------------------------------------------------- records it executes itself
 
-    def scalar(self, rec: Scalar) -> None:
-        """``count`` operations of one kind (:meth:`did` inline: a quarter of all records)."""
+    def scalar(self, rec: Scalar, t: int, idx: int) -> int:
+        """``count`` operations of one kind from cycle ``t`` (record ``idx``), when the scalar unit's
+        loop does not do it inline (``exp``, ops kept, a bad count); returns the cycle it is done."""
+        self.t, self.idx = t, idx
         c = self.kc.get(rec.kind)
         c = c * rec.count if c is not None else self._exp_cycles(rec)
         if c < 0:
             raise self.fail(f"Scalar count {rec.count!r} is negative")
         self.cnt[SCALAR_KEY[rec.kind]] += rec.count
-        t, span = self.t, self.span
         self.t = end = t + c
-        if self.keep:
-            self.rows_append(span.row(self.core.cid, "S", rec.kind, t, end, rec.count, 0))
-        if t < span.start:
-            span.start = t
-        if end > span.end:
-            span.end = end
-        span.n += 1
+        self.did(rec.kind, t, end, rec.count)
+        return end
 
     def scalar_gm(self, rec: ScalarGm, t: int) -> int:
         """A GlobalTensor GetValue/SetValue through the core's data cache, from cycle ``t``; returns
@@ -185,8 +181,9 @@ class ScalarUnit:
 
     # ---------------------------------------------------------------- records it hands to a pipe
 
-    def no_vec_cost(self, rec: VecOp):
-        """The diagnostic for a VecOp the profile gives no cost."""
+    def no_vec_cost(self, rec: VecOp, idx: int):
+        """The diagnostic for a VecOp (record ``idx``) the profile gives no cost."""
+        self.idx = idx
         return self.fail(f"VecOp {rec.op!r} / {rec.dtype!r} has no cost in profile {self.prof.name} "
                          f"(ops: {', '.join(self.prof.vec_width)}; dtypes fp32, fp16)")
 
@@ -207,10 +204,11 @@ class ScalarUnit:
         self.t, stall = P.q.hand((code, rec, self.span, self.idx, a, b), self.t, dispatch, offset)
         self.stall += stall
 
-    def macro(self, rec: Macro) -> None:
+    def macro(self, rec: Macro) -> int:
         """After its V part (if any) was pushed: the scalar unit is busy ``s_cycles`` (of which
-        ``s_stall`` count as stall for a TimedMacro). Its counts stand for the records it replaced,
-        tallied once per (phase, macro) and added up by the core at the end."""
+        ``s_stall`` count as stall for a TimedMacro); returns the cycle it is done. Its counts stand
+        for the records it replaced, tallied once per (phase, macro) and added up by the core at the
+        end."""
         key = (id(self.cnt), id(rec.counts))
         tally = self.core.macro_counts.get(key)
         if tally is None:
@@ -220,6 +218,7 @@ class ScalarUnit:
         self.t = t + rec.s_cycles
         self.stall += getattr(rec, "s_stall", 0)
         self.did("Macro:" + rec.name, t, self.t)
+        return self.t
 
 
 
@@ -247,9 +246,7 @@ def scalar_unit(core, program):
         if typ is Scalar:     # count x the kind's cycles (:meth:`ScalarUnit.scalar` for the others)
             kind = kinds.get(rec.kind)
             if kind is None or rec.count < 0 or keep:
-                su.t, su.idx = t, idx
-                su.scalar(rec)
-                t = su.t
+                t = su.scalar(rec, t, idx)
                 continue
             cycles, key = kind
             cnt[key] += rec.count
@@ -291,11 +288,8 @@ def scalar_unit(core, program):
             try:
                 a = vp[rec.dtype][rec.op]
             except KeyError:
-                su.idx = idx
-                raise su.no_vec_cost(rec) from None
-            P = V
-            code = VEC
-            b = None
+                raise su.no_vec_cost(rec, idx) from None
+            P, code, b = V, VEC, None
             t += api        # the mask set-up
         elif typ is PipeBarrier and rec.pipe == "V":
             n_bar += 1
@@ -305,13 +299,11 @@ def scalar_unit(core, program):
             continue
         elif isinstance(rec, Macro):      # phase fidelity: its V part to V, then S busy s_cycles
             su.t, su.idx = t, idx
-            if rec.v_end > rec.v_start:
-                if len(V.q.items) >= depth:
-                    yield from su.push(V, MAC, rec, rec.v_start, rec.v_end - rec.v_start, 0, rec.v_start)
-                else:
-                    su.hand(V, MAC, rec, rec.v_start, rec.v_end - rec.v_start, 0, rec.v_start)
-            su.macro(rec)
-            t = su.t
+            if rec.v_end > rec.v_start and len(V.q.items) >= depth:
+                yield from su.push(V, MAC, rec, rec.v_start, rec.v_end - rec.v_start, 0, rec.v_start)
+            elif rec.v_end > rec.v_start:
+                su.hand(V, MAC, rec, rec.v_start, rec.v_end - rec.v_start, 0, rec.v_start)
+            t = su.macro(rec)
             continue
         else:
             su.t, su.idx = t, idx
