@@ -39,7 +39,7 @@ from cgdr_des.hw.rules import (
     set_while_set,
     vec_call_scalar,
 )
-from cgdr_des.hw.scalar_rare import other_record
+from cgdr_des.hw.scalar_rare import at_once, other_record
 from cgdr_des.isa import (
     SCALAR_KINDS,
     EventHandle,
@@ -308,7 +308,8 @@ def scalar_unit(core, program):
         else:
             su.t, su.idx = t, idx
             n_vec = n_bar = _add_counts(cnt, n_vec, n_bar)
-            yield from other_record(su, rec, typ)
+            if not at_once(su, rec, typ):     # Tag, FetchEventID: nothing to wait for
+                yield from other_record(su, rec, typ)
             t, span, cnt = su.t, su.span, su.cnt
             continue
         q = P.q

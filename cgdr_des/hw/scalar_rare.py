@@ -25,6 +25,7 @@ from cgdr_des.hw.records import BAR, FIXED, SET, WAIT
 from cgdr_des.hw.rules import barrier
 from cgdr_des.isa import (
     BARRIER_PIPES,
+    HARD_EVENTS,
     AllocEventID,
     AllocTensor,
     DeQue,
@@ -41,28 +42,38 @@ from cgdr_des.isa import (
 )
 
 _QUEUE_TYPES = (AllocTensor, EnQue, DeQue, FreeTensor)
+FETCH_OP = {ev: "FetchEventID:" + ev for ev in HARD_EVENTS}
+
+
+def at_once(su, rec, typ) -> bool:
+    """A Tag (opens a span) or a FetchEventID (one per DMA idiom): records that never wait, done
+    without a generator (the phase fidelity's programs are one fifth Tags); False for any other."""
+    if typ is Tag:
+        su.span, su.cnt = su.core.open_span(rec)
+        su.cnt["Tag"] += 1
+        return True
+    if typ is not FetchEventID:
+        return False
+    su.cnt["FetchEventID"] += 1
+    try:
+        rec.handle.id = su.core.pool.fetch(rec.event)
+    except HwFault as exc:
+        raise su.fail(str(exc)) from None
+    t0 = su.t
+    su.t += su.prof.tpipe_call_cycles
+    su.did(FETCH_OP[rec.event], t0, su.t)
+    return True
 
 
 def other_record(su, rec, typ):
-    """Barriers on MTE pipes and ALL, Tags, DMAs and TPipe bookkeeping."""
-    core = su.core
+    """Barriers on MTE pipes and ALL, DMAs, TPipe bookkeeping and Cube-side records (after
+    :func:`at_once` declined ``rec``)."""
     if typ is PipeBarrier:
         yield from _barrier(su, rec)
-    elif typ is Tag:
-        su.span, su.cnt = core.open_span(rec)
-        su.cnt["Tag"] += 1
     elif typ is Dma:
         su.cnt["dma_" + rec.pipe] += rec.repeat
-        P, code, _, first_byte, cap = core.dma_entry(rec, su.idx, su.span)
+        P, code, _, first_byte, cap = su.core.dma_entry(rec, su.idx, su.span)
         yield from su.push(P, code, rec, first_byte, cap, su.prof.scalar_dispatch_cycles)
-    elif typ is FetchEventID:  # one per DMA idiom, and it never waits
-        su.cnt["FetchEventID"] += 1
-        try:
-            rec.handle.id = core.pool.fetch(rec.event)
-        except HwFault as exc:
-            raise su.fail(str(exc)) from None
-        su.t += su.prof.tpipe_call_cycles
-        su.did("FetchEventID:" + rec.event, su.t - su.prof.tpipe_call_cycles, su.t)
     elif isinstance(getattr(typ, "pipe", None), str):      # a Cube-side record names its pipe
         su.cnt[record_kind(rec)] += 1
         yield from _fixed_record(su, rec, typ)
