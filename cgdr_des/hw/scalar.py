@@ -20,7 +20,7 @@ effect of generating them), and either executes it itself or hands it to a pipe 
 It yields a SimPy event only to wait: a full queue (:meth:`~cgdr_des.hw.queues.IssueQueue.put`), a
 WaitFlag on S whose set is not recorded yet (:meth:`~cgdr_des.hw.flags.Flag.wait_set`), a SetFlag under
 ``stall`` whose previous set is pending (:meth:`~cgdr_des.hw.flags.Flag.wait_consumed`), and
-PipeBarrier<ALL> (every pipe's :meth:`~cgdr_des.hw.pipes.PipeState.when_drained`, as one ``AllOf``).
+PipeBarrier<ALL> (each undrained pipe's :meth:`~cgdr_des.hw.pipes.PipeState.when_drained` in turn).
 
 The scalar unit is sequential, so ``busy + stall`` is exactly its last cycle minus the launch cycle.
 """

@@ -2,7 +2,8 @@
 PipeBarrier<V> and Macro, which :func:`~cgdr_des.hw.scalar.scalar_unit` handles in its loop.
 
 - ``PipeBarrier<MTE2/MTE3/MTE1/M>``: handed to that pipe; ``PipeBarrier<ALL>``: the scalar unit waits
-  until every pipe has drained (one SimPy ``AllOf`` of their drain events), then
+  until every pipe has drained (on each pipe's drain event in turn: a drained pipe stays drained
+  while the scalar unit waits, and one event per pipe is cheaper than a SimPy ``AllOf``), then
   :func:`~cgdr_des.hw.rules.barrier` over their last ends;
 - ``Tag``: opens a new span (and the phase's counts);
 - ``Dma``: checked against the DMA limits, then handed to MTE2 (reads) or MTE3 (writes);
@@ -106,9 +107,10 @@ def _barrier(su, rec):
         yield from su.push(P, BAR, rec, None, None, su.prof.scalar_dispatch_cycles)
         return
     plist = core.pipe_list
-    while not all(p.drained for p in plist):
-        su.wait_kind, su.wait_on = "drain", [p.name for p in plist if not p.drained]
-        yield su.env.all_of([p.when_drained(su.env) for p in plist if not p.drained])
+    for pipe in plist:      # one pipe at a time: a drained pipe stays drained, the scalar unit hands nothing
+        while not pipe.drained:
+            su.wait_kind, su.wait_on = "drain", [p.name for p in plist if not p.drained]
+            yield pipe.when_drained(su.env)
     t0 = su.t
     _, su.t = barrier(t0, t0, max(p.done for p in plist))
     su.stall += su.t - t0
