@@ -14,12 +14,23 @@ import random
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_hw_support import PROFILE, dma, machine, rows, run, vec
+from test_hw_support import PROFILE, dma, dma_cycles, machine, rows, run, vec, vec_issue, vec_latency
 
 from cgdr_des.errors import KernelDiagnostic
 from cgdr_des.hw import load_profile
 from cgdr_des.hw.dcache import DataCache
-from cgdr_des.isa import EventHandle, Macro, PipeBarrier, Scalar, ScalarGm, SetFlag, Tag, WaitFlag
+from cgdr_des.isa import (
+    AllocEventID,
+    EventHandle,
+    FetchEventID,
+    Macro,
+    PipeBarrier,
+    Scalar,
+    ScalarGm,
+    SetFlag,
+    Tag,
+    WaitFlag,
+)
 
 # ----------------------------------------------------------------- counts per phase
 
@@ -162,3 +173,47 @@ def test_a_macro_holds_v_for_its_span_whether_or_not_it_waited_for_a_slot(depth)
         free, slots[k % depth] = start + 47, start
         s = handed + 10
     assert r.counts[0][("m", "vec")] == 6
+
+
+# ----------------------------------------------------------------- PipeBarrier<ALL> and event ids
+
+
+@pytest.mark.parametrize("busy", [(), ("V",), ("MTE2",), ("MTE3",), ("V", "MTE2"), ("V", "MTE2", "MTE3")])
+def test_pipe_barrier_all_holds_the_scalar_unit_until_the_last_pipe_is_done(busy):
+    """The scalar unit hands each pipe one instruction, reaches PipeBarrier<ALL> and waits for every
+    pipe in turn; it goes on at the latest end among them (or at once with nothing in flight), and
+    its next Scalar starts there."""
+    p = load_profile(PROFILE)
+    work = {"V": vec("Mul", 4096), "MTE2": dma("GM2UB", 8192), "MTE3": dma("UB2GM", 4096, gm_addr=1 << 20)}
+    program = [Tag("x"), *(work[name] for name in busy), PipeBarrier("ALL"), Scalar("alu")]
+    r = run([program])
+    ends = [row["end"] for name in busy for row in rows(r, pipe=name) if not row["op"].startswith("PipeBarrier")]
+    barrier = rows(r, pipe="S", op="PipeBarrier:ALL")[0]
+    after = rows(r, pipe="S", op="alu")[0]
+    assert barrier["end"] == max([barrier["start"], *ends])
+    assert after["start"] == barrier["end"] and after["end"] == after["start"] + p.scalar_alu_cycles
+    if "V" in busy:
+        assert max(ends) >= rows(r, pipe="V")[0]["start"] + vec_issue(p, "Mul", "fp32", 4096) \
+            + vec_latency(p, "Mul", "fp32")
+    if busy == ("MTE2",):
+        assert max(ends) - rows(r, pipe="MTE2")[0]["start"] == dma_cycles(p, 8192, read=True)
+
+
+def test_fetch_event_id_costs_one_tpipe_call_and_reads_the_lowest_free_id():
+    p = load_profile(PROFILE)
+    first, second = EventHandle(), EventHandle()
+    program = [Tag("x"), FetchEventID("S_MTE2", first), AllocEventID("S_MTE2", second),
+               SetFlag("S_MTE2", second), WaitFlag("S_MTE2", second)]
+    r = run([program])
+    fetch = rows(r, pipe="S", op="FetchEventID:S_MTE2")[0]
+    assert fetch["end"] - fetch["start"] == p.tpipe_call_cycles
+    assert (first.id, second.id) == (0, 0)      # Fetch leaves id 0 free, Alloc then takes it
+    assert r.counts[0][("x", "FetchEventID")] == 1
+
+
+def test_fetch_event_id_with_every_id_allocated_is_a_diagnostic():
+    n = load_profile(PROFILE).event_ids_per_hard_event
+    program = [Tag("x"), *(AllocEventID("V_MTE2", EventHandle()) for _ in range(n)),
+               FetchEventID("V_MTE2", EventHandle())]
+    with pytest.raises(KernelDiagnostic, match=rf"event ids exhausted: FetchEventID<V_MTE2> with all {n} ids"):
+        run([program])
