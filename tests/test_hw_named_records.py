@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from cgdr_des.hw import compute_run, compute_state, records, rules, scalar
+from cgdr_des.hw import compute_run, compute_state, flags, records, rules, scalar
 
 PACKAGE = Path(__file__).resolve().parents[1] / "cgdr_des"
 
@@ -52,7 +52,7 @@ def test_the_checker_catches_positional_reads():
     assert [name for _, name in _subscripts_by_position(tree)] == ["seg", "e", "snap"]
 
 
-@pytest.mark.parametrize("cls", [records.Span, records.Entry, records.MacroTally, scalar.ScalarUnit, scalar.EventInfo,
+@pytest.mark.parametrize("cls", [records.Span, records.Entry, records.MacroTally, scalar.ScalarUnit, flags.EventInfo,
                                  compute_state.Totals, compute_run.RunTiming])
 def test_records_are_named(cls):
     is_named_tuple = issubclass(cls, tuple) and hasattr(cls, "_fields")

@@ -28,7 +28,7 @@ The scalar unit is sequential, so ``busy + stall`` is exactly its last cycle min
 from __future__ import annotations
 
 from cgdr_des.hw.diagnostics import HwFault, at
-from cgdr_des.hw.flags import CHECKED_POLICIES, EVENTS, EventInfo, double_set_message, drop_lost
+from cgdr_des.hw.flags import CHECKED_POLICIES, EVENTS, double_set_message, drop_lost
 from cgdr_des.hw.records import BAR, MAC, SET, VEC, WAIT, Entry, MacroTally, new_entry
 from cgdr_des.hw.rules import (
     flag_wait,
@@ -53,26 +53,22 @@ from cgdr_des.isa import (
     resolve_event_id,
 )
 
-__all__ = ["EVENTS", "EventInfo", "ScalarUnit", "scalar_unit"]
-
 SCALAR_KEY = {k: "scalar_" + k for k in SCALAR_KINDS}
-
-
 
 
 class ScalarUnit:
     """The scalar unit's clock and totals, and how it executes each kind of record."""
 
-    __slots__ = ("core", "prof", "t", "stall", "idx", "span", "cnt", "V", "kc", "kinds", "vp", "keep",
+    __slots__ = ("core", "prof", "t", "stall", "idx", "span", "cnt", "V", "kinds", "vp", "keep",
                  "rows_append", "env", "wait_kind", "wait_on", "checked", "lost", "stall_policy", "f", "routes")
 
     def __init__(self, core) -> None:
         self.core, self.prof = core, core.profile
         self.t, self.stall, self.idx = core.t0, 0, -1
         self.span, self.cnt = core.open_span(None)
-        self.V, self.kc, self.vp = core.pipes["V"], core.scalar_costs, core.vec_params
-        #: kind -> (cycles per count, count key) of the fixed-cost Scalar kinds
-        self.kinds = {kind: (c, SCALAR_KEY[kind]) for kind, c in self.kc.items()}
+        self.V, self.vp = core.pipes["V"], core.vec_params
+        #: kind -> (cycles per count, count key) of the fixed-cost Scalar kinds (``exp`` is costed per call)
+        self.kinds = {kind: (c, SCALAR_KEY[kind]) for kind, c in core.scalar_costs.items()}
         #: HardEvent -> (the core's flags of it by id, its EventInfo): one lookup per Set/WaitFlag
         self.routes = {ev: (row, EVENTS[ev]) for ev, row in core.flags.table.items()}
         self.keep, self.rows_append, self.env = core.keep_ops, core.rows.append, core.env
@@ -105,8 +101,8 @@ class ScalarUnit:
         """``count`` operations of one kind from cycle ``t`` (record ``idx``), when the scalar unit's
         loop does not do it inline (``exp``, ops kept, a bad count); returns the cycle it is done."""
         self.t, self.idx = t, idx
-        c = self.kc.get(rec.kind)
-        c = c * rec.count if c is not None else self._exp_cycles(rec)
+        kind = self.kinds.get(rec.kind)
+        c = kind[0] * rec.count if kind is not None else self._exp_cycles(rec)
         if c < 0:
             raise self.fail(f"Scalar count {rec.count!r} is negative")
         self.cnt[SCALAR_KEY[rec.kind]] += rec.count
@@ -221,16 +217,16 @@ class ScalarUnit:
         return self.t
 
 
-
 def scalar_unit(core, program):
     """The scalar unit's SimPy process: one pass per record of the program.
 
-    The frequent records (Scalar, ScalarGm, VecOp, flags, PipeBarrier<V>) are handled here without a
-    generator hop, the rest by :func:`_rare` (Macro, Tag, DMA, barriers on other pipes, TPipe
-    bookkeeping). Its clock ``t``, record index ``idx``, span and phase counts live in locals and are
-    written to the :class:`ScalarUnit` before anything else reads them (a helper, a yield); the
-    VecOp and PipeBarrier<V> counts are added to the phase's counts before the next rare record and at
-    the end (only a Tag changes the phase). A record for a pipe sets ``P`` (the pipe), ``code`` and
+    The frequent records (Scalar, ScalarGm, VecOp, flags, PipeBarrier<V>, Macro) are handled here
+    without a generator hop, the rest by :mod:`~cgdr_des.hw.scalar_rare` (Tag and FetchEventID at
+    once, DMA, barriers on other pipes, TPipe bookkeeping, Cube-side records). Its clock ``t``,
+    record index ``idx``, span and phase counts live in locals and are written to the
+    :class:`ScalarUnit` before anything else reads them (a helper, a yield); the VecOp and
+    PipeBarrier<V> counts are added to the phase's counts before the next rare record and at the end
+    (only a Tag changes the phase). A record for a pipe sets ``P`` (the pipe), ``code`` and
     ``a``/``b`` (the entry's fields) and falls through to the hand-over at the bottom
     (:meth:`ScalarUnit.push` when the queue is full, inline otherwise). It yields only to wait: for a
     queue slot or a flag (:func:`_flag_wait`)."""
@@ -299,10 +295,11 @@ def scalar_unit(core, program):
             continue
         elif isinstance(rec, Macro):      # phase fidelity: its V part to V, then S busy s_cycles
             su.t, su.idx = t, idx
-            if rec.v_end > rec.v_start and len(V.q.items) >= depth:
-                yield from su.push(V, MAC, rec, rec.v_start, rec.v_end - rec.v_start, 0, rec.v_start)
-            elif rec.v_end > rec.v_start:
-                su.hand(V, MAC, rec, rec.v_start, rec.v_end - rec.v_start, 0, rec.v_start)
+            if rec.v_end > rec.v_start:
+                if len(V.q.items) < depth:      # room: no generator for a wait that cannot happen
+                    su.hand(V, MAC, rec, rec.v_start, rec.v_end - rec.v_start, 0, rec.v_start)
+                else:
+                    yield from su.push(V, MAC, rec, rec.v_start, rec.v_end - rec.v_start, 0, rec.v_start)
             t = su.macro(rec)
             continue
         else:
