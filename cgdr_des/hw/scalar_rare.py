@@ -14,7 +14,8 @@ PipeBarrier<V> and Macro, which :func:`~cgdr_des.hw.scalar.scalar_unit` handles 
 - Cube-side records (LoadData, Mmad, L0C drains): handed to the pipe their class names with their
   fixed (issue, latency) cycles.
 
-Each is a generator: a hand-over to a full queue or PipeBarrier<ALL> waits on SimPy events.
+Tags and FetchEventID never wait and are done by :func:`at_once`; the others by the generator
+:func:`other_record`: a hand-over to a full queue or PipeBarrier<ALL> waits on SimPy events.
 """
 
 from __future__ import annotations
@@ -145,9 +146,9 @@ def _pool_record(core, rec, typ) -> str:
     if typ is InitBuffer:
         core.ub.init_buffer(rec.name, rec.position, rec.num, rec.nbytes)
         return f"InitBuffer:{rec.name}"
-    if typ is FetchEventID or typ is AllocEventID:
-        rec.handle.id = (core.pool.fetch if typ is FetchEventID else core.pool.alloc)(rec.event)
-        return f"{typ.__name__}:{rec.event}"
+    if typ is AllocEventID:     # (FetchEventID is done by at_once)
+        rec.handle.id = core.pool.alloc(rec.event)
+        return f"AllocEventID:{rec.event}"
     if typ is ReleaseEventID:
         core.pool.release(rec.event, resolve_event_id(rec.id))
         return f"ReleaseEventID:{rec.event}"
