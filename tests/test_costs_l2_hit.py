@@ -106,5 +106,5 @@ def test_the_compiler_s_timer_and_the_machine_agree_with_l2():
 def test_outcomes_name_l2_hits():
     cache = DataCache(64, 1024, L2Lines(512, 4096))
     cache.moved(STRIDED)
-    assert cache.hits_of([(0, 2), (2, 2), (600, 2)]) == (L2_HIT, True, False)
+    assert tuple(cache.pattern([(0, 2), (2, 2), (600, 2)])) == (L2_HIT, True, False)
     assert cache.pattern([(1024, 2), (7000, 2)]) == bytes([L2_HIT, 0])

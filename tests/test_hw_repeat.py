@@ -31,7 +31,18 @@ from cgdr_des.hw import load_profile
 from cgdr_des.hw.compute_run import time_compute_run
 from cgdr_des.hw.dcache import DataCache
 from cgdr_des.hw.phase import PhaseCompiler, PhaseRecorder
-from cgdr_des.isa import EventHandle, FetchEventID, Repeat, Scalar, ScalarGm, SetFlag, VecOp, WaitFlag, expand
+from cgdr_des.isa import (
+    EventHandle,
+    FetchEventID,
+    PipeBarrier,
+    Repeat,
+    Scalar,
+    ScalarGm,
+    SetFlag,
+    VecOp,
+    WaitFlag,
+    expand,
+)
 from cgdr_des.kernel.emit import scalar_exp_call
 from cgdr_des.kernel.functional import build_launch
 from cgdr_des.workload.tensors import make_inputs
@@ -181,11 +192,18 @@ def _declared(body: list, i: int, stride: int, exps: list[float]) -> list:
 @pytest.mark.parametrize("policy", POLICIES)
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs, programs, st.integers(2, 80), st.sampled_from([0, 2, 8, 64, 200]),
-       st.lists(st.sampled_from([0.5, 1.5, 3.0, 40.0]), min_size=1, max_size=3), st.booleans(), knobs)
-def test_repeats_declaring_gm_and_exp_time_as_their_expansion(policy, pre, body, n, stride, exps, nest, overrides):
+       st.lists(st.sampled_from([0.5, 1.5, 3.0, 40.0]), min_size=1, max_size=3), st.booleans(), st.booleans(),
+       knobs)
+def test_repeats_declaring_gm_and_exp_time_as_their_expansion(policy, pre, body, n, stride, exps, nest, lead,
+                                                              overrides):
     """Iterations that hit and miss differently, and whose ScalarExp costs differ: extrapolated only
-    over iterations that match the steady one, so still exactly the expansion's numbers and cache."""
+    over iterations that match the steady one, or (``lead``: every ScalarExp call at the head of the
+    body, as UpdateAndWriteState's token loop has it) that are the steady one delayed, so still
+    exactly the expansion's numbers and cache."""
     prof = load_profile("atlas-300i-duo", {**overrides, "flag_double_set": policy})
+    if lead:
+        body = [Scalar("ub_load", 2), scalar_exp_call(1.0),
+                *(r for r in body if not (type(r) is Scalar and r.kind == "exp"))]
 
     def it(i):
         return _declared(body, i, stride, exps)
@@ -204,13 +222,35 @@ def test_repeats_declaring_gm_and_exp_time_as_their_expansion(policy, pre, body,
         assert got == machine
 
 
+def test_scalarexp_costs_that_vary_in_the_lead_are_extrapolated_as_delays():
+    """UpdateAndWriteState's token loop: a ScalarExp at the head of each iteration, its cost varying
+    with its argument, then V work gated by S. V has caught up before the ScalarExp ends, so every
+    iteration is the steady one delayed by its own ScalarExp: a few walked, and the expansion's numbers."""
+    arg = [0.5, 3.0, 40.0, 1.5, 12.0]
+    calls = [scalar_exp_call(a) for a in arg]
+    assert len({(c.alu, c.div) for c in calls}) > 2
+
+    def it(i):
+        return [Scalar("ub_load", 2), calls[i * 7 % 5], SetFlag("S_V", 0), WaitFlag("S_V", 0), vec("Axpy", 128),
+                PipeBarrier("V")]
+
+    def exp(i):
+        return ((calls[i * 7 % 5].alu, calls[i * 7 % 5].div),)
+
+    walked: list = []
+    rep = Repeat(300, lambda i: walked.append(i) or it(i), exp=exp)
+    got = time_compute_run([rep], P, DataCache(P.dcache_line_bytes, P.dcache_bytes))
+    assert len(walked) < 10
+    assert got == time_compute_run(expand([rep]), P, DataCache(P.dcache_line_bytes, P.dcache_bytes))
+
+
 accesses = st.lists(st.tuples(st.integers(0, 600), st.integers(0, 80), st.booleans()), max_size=40)
 
 
 @settings(max_examples=200, deadline=None)
 @given(accesses, accesses, st.sampled_from([64, 128, 256, 4096]))
 def test_the_data_cache_helpers_agree_with_access(warm, batch, capacity):
-    """hits_of is access() in turn; hit_all touches like access() when all hit and leaves the cache
+    """pattern is access() in turn; hit_all touches like access() when all hit and leaves the cache
     alone otherwise; restore() puts back a state() in place."""
     def fresh():
         dc = DataCache(64, capacity)
@@ -220,11 +260,11 @@ def test_the_data_cache_helpers_agree_with_access(warm, batch, capacity):
 
     ref, dc = fresh(), fresh()
     lines_obj, saved = dc.lines, dc.state()
-    assert dc.hits_of(batch) == tuple(ref.access(a, nb) for a, nb, _ in batch)
+    assert tuple(dc.pattern(batch)) == tuple(ref.access(a, nb) for a, nb, _ in batch)
     assert cache_state(dc) == cache_state(ref)
     dc.restore(saved)
     assert dc.lines is lines_obj and cache_state(dc) == cache_state(fresh())
-    before, all_hit = cache_state(dc), all(fresh().hits_of(batch))
+    before, all_hit = cache_state(dc), all(fresh().pattern(batch))
     assert dc.hit_all(batch) == all_hit
     assert cache_state(dc) == (cache_state(ref) if all_hit else before)
 

@@ -105,6 +105,9 @@ class ComputeRunTimer:
                        p.queue_depth, p.event_ids_per_hard_event, p.flag_double_set == "stall",
                        p.flag_double_set == "diagnostic", vec_params(p), scalar_kind_cycles(p),
                        p.scalar_ub_load_cycles, p.scalar_ub_store_cycles, p.dcache_miss_cycles, p.l2_hit_cycles)
+        #: ScalarGm cycles by [store][outcome] (outcome 0 a miss, 1 a hit, L2_HIT), from the rule
+        self.gm_cost = [[scalar_gm_l2(o == 1, o == L2_HIT, store, *self.consts[10:]) for o in range(L2_HIT + 1)]
+                        for store in (False, True)]
 
     def time(self, run: list, dcache) -> RunTiming:
         """The numbers of ``run`` (all compute records); KernelDiagnostic if it cannot be timed here."""
@@ -131,7 +134,7 @@ class ComputeRunTimer:
         returns its index (``len(records)`` if none). ``seen``: where to note how each ScalarGm went.
         State in locals (this runs once per record of every compiled run) for Scalar, ScalarGm, VecOp
         and PipeBarrier<V>, nearly every record; a flag or a Repeat goes to :meth:`_sync` on ``st``."""
-        (_, _, api, disp, _, _, _, _, vp, kc, gm_ld, gm_st, gm_miss, l2_hit) = self.consts
+        (_, _, api, disp, _, _, _, _, vp, kc, _, _, _, _), gm_cost = self.consts, self.gm_cost
         access, lines, line_bytes, to_end = dcache.access, dcache.lines, dcache.line_bytes, dcache.lines.move_to_end
         (t, free, done, cov, s_stall, v_busy, v_stall, n_vec, n_bar, n_ld, n_st, first, n_v) = st.scalars()
         ring, ring_append, scalar_n, scalar_get = st.ring, st.ring.append, st.scalar_n, st.scalar_n.get
@@ -161,7 +164,7 @@ class ComputeRunTimer:
                     seen.append(hit)
                 n_st += rec.store
                 n_ld += not rec.store
-                t += scalar_gm_l2(hit is True, hit == L2_HIT, rec.store, gm_ld, gm_st, gm_miss, l2_hit)
+                t += gm_cost[rec.store][hit]      # hit: True, False or L2_HIT, an index
             elif typ is VecOp or (typ is PipeBarrier and rec.pipe == "V"):
                 if typ is VecOp:
                     params = _vec_params(vp, rec)
@@ -269,12 +272,7 @@ class ComputeRunTimer:
                     st.extrapolate(snap, n - i)
                     return
                 continue
-            k = i
-            while k < n and self._costs(rep, k, dcache, key):
-                k += 1
-            if k > i:
-                st.extrapolate(snap, k - i)
-                i = k
+            i = self._matching(rep, i, st, snap, (key, self._scalar_lead(rep, body), after), dcache)
 
     def _add_scalar_iterations(self, rep: Repeat, i: int, st: ScanState, snap: Totals, key: tuple, dcache) -> None:
         """Iterations i.. of a Repeat whose body is scalar work only (the walked one handed V nothing
@@ -289,7 +287,7 @@ class ComputeRunTimer:
             t += sum(self._exp_costs(rep, k))
             if rep.gm is not None:
                 accesses = rep.gm(k)
-                t += self._gm_cycles(accesses, dcache.hits_of(accesses))
+                t += self._gm_cycles(accesses, dcache.pattern(accesses))
             t += rest
         left = rep.n - i                    # the counts grow by the walked iteration's; V, flags stay
         st.t = t
@@ -302,12 +300,11 @@ class ComputeRunTimer:
         """The cycles of iteration i's declared ScalarExp calls."""
         return tuple(_work_cycles(w, self.profile) for w in rep.exp(i)) if rep.exp is not None else ()
 
-    def _gm_cycles(self, accesses, hits) -> int:
-        """What ScalarGm ``accesses`` ((addr, nbytes, store) each) cost S, given which of them hit."""
-        p = self.profile
-        gm_ld, gm_st, gm_miss = p.scalar_ub_load_cycles, p.scalar_ub_store_cycles, p.dcache_miss_cycles
-        return sum(scalar_gm_l2(hit is True, hit == L2_HIT, store, gm_ld, gm_st, gm_miss, p.l2_hit_cycles)
-                   for (_, _, store), hit in zip(accesses, hits, strict=True))
+    def _gm_cycles(self, accesses, outcomes: bytes) -> int:
+        """What ScalarGm ``accesses`` ((addr, nbytes, store) each) cost S, given how each went
+        (:meth:`~cgdr_des.hw.dcache.DataCache.pattern`'s bytes)."""
+        cost = self.gm_cost
+        return sum([cost[store][o] for (_, _, store), o in zip(accesses, outcomes, strict=True)])
 
     def _walked_costs(self, rep: Repeat, i: int, seen: list | None) -> tuple | None:
         """The declared costs the walked iteration i met: (ScalarExp cycles, which accesses hit); None
@@ -315,24 +312,82 @@ class ComputeRunTimer:
         exp = self._exp_costs(rep, i)
         if rep.gm is None:
             return exp, ()
-        return (exp, tuple(seen)) if len(seen) == len(rep.gm(i)) else None
+        return (exp, bytes(seen)) if len(seen) == len(rep.gm(i)) else None
 
-    def _costs(self, rep: Repeat, i: int, dcache, like: tuple) -> bool:
-        """Whether iteration i's declared costs equal ``like`` (a :meth:`_walked_costs`); if so the cache
-        is touched for it (as its records would touch it), else left as it was."""
+    def _matching(self, rep: Repeat, i: int, st: ScanState, snap, steady: tuple, dcache) -> int:
+        """Add at once iterations i.. as long as each is the walked one (which took ``st`` from ``snap``
+        to the ``steady`` relative state) shifted: its accesses hit and miss alike and its ScalarExp
+        costs match, or differ only inside a scalar lead whose delay the steady state does not see
+        (:meth:`_costs`); returns the first iteration that is not."""
+        k, delay = i, 0
+        while k < rep.n:
+            d = self._costs(rep, k, dcache, steady)
+            if d is None:
+                break
+            k, delay = k + 1, delay + d
+        if k > i:
+            st.extrapolate(snap, k - i, delay)
+        return k
+
+    def _costs(self, rep: Repeat, i: int, dcache, steady: tuple) -> int | None:
+        """How much later than the walked iteration iteration i ends, if it is that iteration shifted
+        (None if not); if so the cache is touched for it (as its records would touch it), else left as
+        it was. ``steady``: the walked iteration's declared costs (:meth:`_walked_costs`), its scalar
+        lead (:meth:`_scalar_lead`) and the relative state it left.
+
+        ScalarExp costs that differ from the walked iteration's are allowed when every ScalarExp call
+        of the body is in its lead: the lead only moves S's clock, so the iteration is the walked one
+        delayed by the difference exactly when the relative state, seen from the end of either lead,
+        is the same (:func:`delayed`; typically V has caught up with S before either lead ends)."""
+        like, lead, rel = steady
         exp = self._exp_costs(rep, i)
+        delay = 0
         if exp != like[0]:
-            return False
+            if lead is None:
+                return None
+            walked, now = lead + sum(like[0]), lead + sum(exp)
+            if delayed(rel, walked) != delayed(rel, now):
+                return None
+            delay = now - walked
         if rep.gm is None:
-            return True
+            return delay
         accesses = rep.gm(i)
-        if all(hit is True for hit in like[1]):      # all hits: checked without touching, then touched
-            return dcache.hit_all(accesses)
+        if like[1].count(1) == len(like[1]):      # all hits: checked without touching, then touched
+            return delay if dcache.hit_all(accesses) else None
         saved = dcache.state()
-        if dcache.hits_of(accesses) == like[1]:
-            return True
+        if dcache.pattern(accesses) == like[1]:
+            return delay
         dcache.restore(saved)
-        return False
+        return None
+
+    def _scalar_lead(self, rep: Repeat, body: list) -> int | None:
+        """The cycles of ``body``'s leading Scalar records other than ScalarExp calls, if those records
+        hold every ScalarExp call of the body (None otherwise, or if the Repeat declares none)."""
+        if rep.exp is None:
+            return None
+        kc, cycles, j = self.consts[9], 0, 0
+        while j < len(body) and type(body[j]) is Scalar:
+            rec = body[j]
+            if rec.kind != "exp":
+                if rec.kind not in kc:
+                    return None
+                cycles += kc[rec.kind] * rec.count
+            j += 1
+        if any(type(r) is Repeat or (type(r) is Scalar and r.kind == "exp") for r in body[j:]):
+            return None
+        return cycles
+
+
+def delayed(rel: tuple, d: int) -> tuple:
+    """A :meth:`~cgdr_des.hw.compute_state.ScanState.relative` state as seen ``d`` cycles later by S
+    alone (nothing else happened meanwhile): every offset d smaller, read as 0 (a pending fire as -1)
+    once at or below S's clock, as ``relative`` reads it."""
+    free, done, cov, no_first, ring, flags = rel
+    ring = tuple([x - d if x > d else 0 for x in ring])
+    flags = [(ev, rid, tuple([x - d if x >= d else -1 for x in fires]), c - d if c > d else 0)
+             for ev, rid, fires, c in flags if fires or c > d]
+    return (free - d if free > d else 0, done - d if done > d else 0, cov - d if cov > d else 0, no_first,
+            ring, flags)
 
 
 def _vec_params(vp: dict, rec: VecOp) -> tuple:

@@ -75,15 +75,16 @@ class ScanState:
         """A snapshot of the clocks, totals and counts (what :meth:`extrapolate` grows from)."""
         return Totals(*self.scalars(), dict(self.n_sets), dict(self.scalar_n))
 
-    def extrapolate(self, before: Totals, left: int) -> None:
+    def extrapolate(self, before: Totals, left: int, delay: int = 0) -> None:
         """Account for ``left`` more iterations, each a copy of the one that took the state from
         ``before`` (a :meth:`totals`) to now, shifted by its duration: every cycle moves on by
-        ``left`` durations, every total and count grows by ``left`` iterations' worth. ``done`` moves
+        ``left`` durations (plus ``delay``: how much longer than that one they took together, in
+        scalar leads nothing else saw), every total and count grows by ``left`` iterations' worth. ``done`` moves
         only if the iteration handed V something: each such iteration ends V's work at or past its own
         start, so past the previous done (which it may equal: an iteration that only adds to done
         what equals it still moves it next time); with nothing for V it stays where it was."""
         (t, _, _, _, s_stall, v_busy, v_stall, n_vec, n_bar, n_ld, n_st, _, n_v, n_sets, scalar_n) = before
-        shift = (self.t - t) * left
+        shift = (self.t - t) * left + delay
         self.t += shift
         self.free += shift
         self.cov += shift

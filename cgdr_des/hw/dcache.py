@@ -8,7 +8,7 @@ optimistic choice. An access hits when every line it touches is resident.
 
 With an :class:`L2Lines` attached (profile ``l2_scalar_hits``), a miss whose every line a recent
 DataCopy of the same core moved is an L2 hit (:attr:`DataCache.in_l2`, and the outcome
-:data:`L2_HIT` in :meth:`DataCache.hits_of` / :meth:`DataCache.pattern`); the DCache itself behaves
+:data:`L2_HIT` in :meth:`DataCache.pattern`); the DCache itself behaves
 as without it.
 """
 
@@ -111,30 +111,12 @@ class DataCache:
             return True
         return L2_HIT if self.in_l2 else False
 
-    def hits_of(self, accesses) -> tuple:
-        """:meth:`access` each ``(addr, nbytes, ...)`` in order; how each went: True (hit),
-        :data:`L2_HIT` or False. (A hit within one resident line is handled inline: the phase compiler
-        checks rows of 128 accesses this way.)"""
-        lines, line_bytes, out, n_hit = self.lines, self.line_bytes, [], 0
-        to_end = lines.move_to_end
-        for acc in accesses:
-            addr, nbytes = acc[0], acc[1]
-            line, off = divmod(addr, line_bytes)
-            if off + nbytes <= line_bytes and line in lines:
-                to_end(line)
-                n_hit += 1
-                out.append(True)
-            else:
-                out.append(self.outcome(addr, nbytes))
-        self.hits += n_hit
-        return tuple(out)
-
     def pattern(self, accesses) -> bytes:
-        """:meth:`access` each ``(addr, nbytes, ...)`` in order, as :meth:`hits_of` does; how each
-        went, one byte per access (1 hit, 2 an L2 hit, 0 a miss): a compact key for the phase
-        compiler. An access within the line the previous one ended in hits without an LRU update
-        (that line is already the most recent): a row of 2-byte reads costs one lookup per line and
-        two comparisons per read."""
+        """:meth:`access` each ``(addr, nbytes, ...)`` in order; how each went, one byte per access
+        (1 a hit, :data:`L2_HIT` an L2 hit, 0 a miss to GM; equal to :meth:`outcome`'s True, L2_HIT,
+        False): a compact key for the phase compiler. An access within the line the previous one
+        ended in hits without an LRU update (that line is already the most recent): a row of 2-byte
+        reads costs one lookup per line and two comparisons per read."""
         line_bytes, out = self.line_bytes, bytearray(b"\x01") * len(accesses)
         lo = hi = -1        # the bytes of the line the previous access ended in
         n_hit, k = 0, -1
@@ -168,16 +150,24 @@ class DataCache:
     def hit_all(self, accesses) -> bool:
         """If every line of every ``(addr, nbytes, ...)`` access is resident: touch them in order and count
         each access a hit, as :meth:`access` would, and return True. Otherwise change nothing and return
-        False (hits never evict, so residency checked up front holds for the whole sequence)."""
+        False (hits never evict, so residency checked up front holds for the whole sequence). Accesses
+        within the line the previous one ended in change no order: each line is looked up once per run."""
         lines, lb = self.lines, self.line_bytes
-        spans = [(acc[0] // lb, (acc[0] + max(acc[1], 1) - 1) // lb) for acc in accesses]
-        if not all(line in lines for first, last in spans for line in range(first, last + 1)):
-            return False
-        to_end = lines.move_to_end
-        for first, last in spans:
+        touched, prev = [], -1
+        for acc in accesses:
+            addr = acc[0]
+            first, last = addr // lb, (addr + (acc[1] if acc[1] > 1 else 1) - 1) // lb
+            if first == last == prev:
+                continue
             for line in range(first, last + 1):
-                to_end(line)
-        self.hits += len(spans)
+                if line not in lines:
+                    return False
+                touched.append(line)
+            prev = last
+        to_end = lines.move_to_end
+        for line in touched:
+            to_end(line)
+        self.hits += len(accesses)
         return True
 
 
