@@ -143,7 +143,8 @@ class GmBus:
         if nxt is not None and (self.timer_at is None or nxt < self.timer_at):
             self._set_timer(nxt, now)
         for tr in finished:
-            tr.on_done(tr)
+            on_done, tr.on_done = tr.on_done, None  # its event holds the transfer: no cycle left behind
+            on_done(tr)
 
     def _set_timer(self, at: int, now: int) -> None:
         self.timer_at = at
