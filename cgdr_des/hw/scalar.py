@@ -39,15 +39,18 @@ from cgdr_des.hw.rules import (
     set_while_set,
     vec_call_scalar,
 )
-from cgdr_des.hw.scalar_rare import at_once, other_record
+from cgdr_des.hw.scalar_rare import fetch_event_id, other_record
 from cgdr_des.isa import (
     SCALAR_KINDS,
+    Dma,
     EventHandle,
+    FetchEventID,
     Macro,
     PipeBarrier,
     Scalar,
     ScalarGm,
     SetFlag,
+    Tag,
     VecOp,
     WaitFlag,
     resolve_event_id,
@@ -220,16 +223,14 @@ class ScalarUnit:
 def scalar_unit(core, program):
     """The scalar unit's SimPy process: one pass per record of the program.
 
-    The frequent records (Scalar, ScalarGm, VecOp, flags, PipeBarrier<V>, Macro) are handled here
-    without a generator hop, the rest by :mod:`~cgdr_des.hw.scalar_rare` (Tag and FetchEventID at
-    once, DMA, barriers on other pipes, TPipe bookkeeping, Cube-side records). Its clock ``t``,
-    record index ``idx``, span and phase counts live in locals and are written to the
-    :class:`ScalarUnit` before anything else reads them (a helper, a yield); the VecOp and
-    PipeBarrier<V> counts are added to the phase's counts before the next rare record and at the end
-    (only a Tag changes the phase). A record for a pipe sets ``P`` (the pipe), ``code`` and
-    ``a``/``b`` (the entry's fields) and falls through to the hand-over at the bottom
-    (:meth:`ScalarUnit.push` when the queue is full, inline otherwise). It yields only to wait: for a
-    queue slot or a flag (:func:`_flag_wait`)."""
+    The frequent records (Scalar, ScalarGm, VecOp, flags, PipeBarrier<V>, Tag, Macro, Dma, FetchEventID) are
+    handled here without a generator hop, the rest by :mod:`~cgdr_des.hw.scalar_rare` (barriers on other pipes,
+    TPipe bookkeeping, Cube-side records). Its clock ``t``, record index ``idx``, span and phase counts live in
+    locals and are written to the :class:`ScalarUnit` before anything else reads them (a helper, a yield); the
+    VecOp and PipeBarrier<V> counts are added to the phase's counts at the next Tag or rare record and at the
+    end (only a Tag changes the phase). A record for a pipe sets ``P`` (the pipe), ``code`` and ``a``/``b`` (the
+    entry's fields) and falls through to the hand-over at the bottom (:meth:`ScalarUnit.push` when the queue is
+    full, inline otherwise). It yields only to wait: for a queue slot or a flag (:func:`_flag_wait`)."""
     su = core.s_unit = ScalarUnit(core)
     V, depth, pipes_get, routes = su.V, core.profile.queue_depth, core.pipes.get, su.routes
     disp = core.profile.scalar_dispatch_cycles
@@ -293,6 +294,11 @@ def scalar_unit(core, program):
         elif typ is ScalarGm:
             t = scalar_gm_(rec, t)
             continue
+        elif typ is Tag:        # a new span (phase fidelity's programs are one fifth Tags)
+            n_vec = n_bar = _add_counts(cnt, n_vec, n_bar)
+            span, cnt = su.span, su.cnt = core.open_span(rec)
+            cnt["Tag"] += 1
+            continue
         elif isinstance(rec, Macro):      # phase fidelity: its V part to V, then S busy s_cycles
             su.t, su.idx = t, idx
             if rec.v_end > rec.v_start:
@@ -302,12 +308,18 @@ def scalar_unit(core, program):
                     yield from su.push(V, MAC, rec, rec.v_start, rec.v_end - rec.v_start, 0, rec.v_start)
             t = su.macro(rec)
             continue
+        elif typ is Dma:        # checked, then handed to MTE2 or MTE3 like any entry
+            cnt["dma_" + rec.pipe] += rec.repeat
+            P, code, _, a, b = core.dma_entry(rec, idx, span)
+        elif typ is FetchEventID:     # nothing to wait for: no generator
+            su.idx = idx
+            t = fetch_event_id(su, rec, t)
+            continue
         else:
             su.t, su.idx = t, idx
             n_vec = n_bar = _add_counts(cnt, n_vec, n_bar)
-            if not at_once(su, rec, typ):     # Tag, FetchEventID: nothing to wait for
-                yield from other_record(su, rec, typ)
-            t, span, cnt = su.t, su.span, su.cnt
+            yield from other_record(su, rec, typ)
+            t = su.t
             continue
         q = P.q
         if len(q.items) >= depth:

@@ -5,8 +5,6 @@ PipeBarrier<V> and Macro, which :func:`~cgdr_des.hw.scalar.scalar_unit` handles 
   until every pipe has drained (on each pipe's drain event in turn: a drained pipe stays drained
   while the scalar unit waits, and one event per pipe is cheaper than a SimPy ``AllOf``), then
   :func:`~cgdr_des.hw.rules.barrier` over their last ends;
-- ``Tag``: opens a new span (and the phase's counts);
-- ``Dma``: checked against the DMA limits, then handed to MTE2 (reads) or MTE3 (writes);
 - ``FetchEventID`` / ``AllocEventID`` / ``ReleaseEventID`` and ``InitBuffer``: TPipe bookkeeping on
   the core's event-id pool and UB (``tpipe_call_cycles`` each);
 - ``AllocTensor`` / ``EnQue`` / ``DeQue`` / ``FreeTensor``: a TQue call (:mod:`.tque`), then the flag
@@ -14,8 +12,9 @@ PipeBarrier<V> and Macro, which :func:`~cgdr_des.hw.scalar.scalar_unit` handles 
 - Cube-side records (LoadData, Mmad, L0C drains): handed to the pipe their class names with their
   fixed (issue, latency) cycles.
 
-Tags and FetchEventID never wait and are done by :func:`at_once`; the others by the generator
-:func:`other_record`: a hand-over to a full queue or PipeBarrier<ALL> waits on SimPy events.
+FetchEventID never waits and is done by :func:`fetch_event_id` (the scalar unit's loop opens Tags
+itself); the others by the generator :func:`other_record`: a hand-over to a full queue or
+PipeBarrier<ALL> waits on SimPy events.
 """
 
 from __future__ import annotations
@@ -31,14 +30,12 @@ from cgdr_des.isa import (
     AllocEventID,
     AllocTensor,
     DeQue,
-    Dma,
     EnQue,
     FetchEventID,
     FreeTensor,
     InitBuffer,
     PipeBarrier,
     ReleaseEventID,
-    Tag,
     record_kind,
     resolve_event_id,
 )
@@ -47,35 +44,24 @@ _QUEUE_TYPES = (AllocTensor, EnQue, DeQue, FreeTensor)
 FETCH_OP = {ev: "FetchEventID:" + ev for ev in HARD_EVENTS}
 
 
-def at_once(su, rec, typ) -> bool:
-    """A Tag (opens a span) or a FetchEventID (one per DMA idiom): records that never wait, done
-    without a generator (the phase fidelity's programs are one fifth Tags); False for any other."""
-    if typ is Tag:
-        su.span, su.cnt = su.core.open_span(rec)
-        su.cnt["Tag"] += 1
-        return True
-    if typ is not FetchEventID:
-        return False
+def fetch_event_id(su, rec: FetchEventID, t: int) -> int:
+    """FetchEventID (one per DMA idiom, never waits) from cycle ``t``: the lowest free id into the
+    record's handle; returns the cycle the scalar unit goes on."""
     su.cnt["FetchEventID"] += 1
     try:
         rec.handle.id = su.core.pool.fetch(rec.event)
     except HwFault as exc:
         raise su.fail(str(exc)) from None
-    t0 = su.t
-    su.t += su.prof.tpipe_call_cycles
-    su.did(FETCH_OP[rec.event], t0, su.t)
-    return True
+    end = t + su.prof.tpipe_call_cycles
+    su.did(FETCH_OP[rec.event], t, end)
+    return end
 
 
 def other_record(su, rec, typ):
-    """Barriers on MTE pipes and ALL, DMAs, TPipe bookkeeping and Cube-side records (after
-    :func:`at_once` declined ``rec``)."""
+    """Barriers on MTE pipes and ALL, TPipe bookkeeping and Cube-side records (after
+    the scalar unit's loop and :func:`fetch_event_id` declined ``rec``)."""
     if typ is PipeBarrier:
         yield from _barrier(su, rec)
-    elif typ is Dma:
-        su.cnt["dma_" + rec.pipe] += rec.repeat
-        P, code, _, first_byte, cap = su.core.dma_entry(rec, su.idx, su.span)
-        yield from su.push(P, code, rec, first_byte, cap, su.prof.scalar_dispatch_cycles)
     elif isinstance(getattr(typ, "pipe", None), str):      # a Cube-side record names its pipe
         su.cnt[record_kind(rec)] += 1
         yield from _fixed_record(su, rec, typ)
@@ -146,7 +132,7 @@ def _pool_record(core, rec, typ) -> str:
     if typ is InitBuffer:
         core.ub.init_buffer(rec.name, rec.position, rec.num, rec.nbytes)
         return f"InitBuffer:{rec.name}"
-    if typ is AllocEventID:     # (FetchEventID is done by at_once)
+    if typ is AllocEventID:     # (FetchEventID is done by fetch_event_id)
         rec.handle.id = core.pool.alloc(rec.event)
         return f"AllocEventID:{rec.event}"
     if typ is ReleaseEventID:
