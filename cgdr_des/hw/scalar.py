@@ -203,21 +203,29 @@ class ScalarUnit:
         self.t, stall = P.q.hand((code, rec, self.span, self.idx, a, b), self.t, dispatch, offset)
         self.stall += stall
 
-    def macro(self, rec: Macro) -> int:
-        """After its V part (if any) was pushed: the scalar unit is busy ``s_cycles`` (of which
-        ``s_stall`` count as stall for a TimedMacro); returns the cycle it is done. Its counts stand
-        for the records it replaced, tallied once per (phase, macro) and added up by the core at the
-        end."""
+    def macro(self, rec: Macro, t: int) -> int:
+        """After its V part (if any) was handed over at cycle ``t``: the scalar unit is busy
+        ``s_cycles`` (of which ``s_stall`` count as stall for a TimedMacro); returns the cycle it is
+        done. Its counts stand for the records it replaced, tallied once per (phase, macro) and added
+        up by the core at the end."""
         key = (id(self.cnt), id(rec.counts))
         tally = self.core.macro_counts.get(key)
         if tally is None:
             tally = self.core.macro_counts[key] = MacroTally(self.cnt, rec.counts)
         tally.times += 1
-        t = self.t
-        self.t = t + rec.s_cycles
-        self.stall += getattr(rec, "s_stall", 0)
-        self.did("Macro:" + rec.name, t, self.t)
-        return self.t
+        self.t = end = t + rec.s_cycles
+        stall = getattr(rec, "s_stall", 0)
+        if stall:
+            self.stall += stall
+        span = self.span            # did(), inline: a phase program is one fifth Macros
+        if self.keep:
+            self.rows_append(span.row(self.core.cid, "S", "Macro:" + rec.name, t, end, 0, 0))
+        if t < span.start:
+            span.start = t
+        if end > span.end:
+            span.end = end
+        span.n += 1
+        return end
 
 
 def scalar_unit(core, program):
@@ -306,7 +314,7 @@ def scalar_unit(core, program):
                     su.hand(V, MAC, rec, rec.v_start, rec.v_end - rec.v_start, 0, rec.v_start)
                 else:
                     yield from su.push(V, MAC, rec, rec.v_start, rec.v_end - rec.v_start, 0, rec.v_start)
-            t = su.macro(rec)
+            t = su.macro(rec, su.t)
             continue
         elif typ is Dma:        # checked, then handed to MTE2 or MTE3 like any entry
             cnt["dma_" + rec.pipe] += rec.repeat
