@@ -61,7 +61,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from cgdr_des.errors import KernelDiagnostic
-from cgdr_des.hw.compute_state import ScanState, Totals
+from cgdr_des.hw.compute_state import ScanState, Totals, delayed, record_counts, scalar_only
 from cgdr_des.hw.costs import scalar_kind_cycles, vec_params
 from cgdr_des.hw.dcache import L2_HIT
 from cgdr_des.hw.profile import Profile
@@ -124,7 +124,7 @@ class ComputeRunTimer:
         stop = self._walk(records, start, st, dcache)
         if any(any(pending) for pending, _ in st.flags.values()):
             raise KernelDiagnostic("a SetFlag of the run is not waited in it")
-        counts = _counts(st.scalar_n, st.n_vec, st.n_bar, st.n_ld, st.n_st, st.n_sets)
+        counts = record_counts(st.scalar_n, st.n_vec, st.n_bar, st.n_ld, st.n_st, st.n_sets)
         if st.first is None:
             return RunTiming(st.t - t0, 0, 0, counts, st.s_stall, 0, 0), stop
         return RunTiming(st.t - t0, st.first - t0, st.done - t0, counts, st.s_stall, st.v_busy, st.v_stall), stop
@@ -260,7 +260,7 @@ class ComputeRunTimer:
             if key is None and varies:      # accesses it did not declare (a nested Repeat's): walk on
                 before = st.relative()
                 continue
-            if varies and _scalar_only(st, snap, cons):
+            if varies and scalar_only(st, snap, cons):
                 self._add_scalar_iterations(rep, i, st, snap, key, dcache)
                 return
             after = st.relative()
@@ -338,7 +338,8 @@ class ComputeRunTimer:
         ScalarExp costs that differ from the walked iteration's are allowed when every ScalarExp call
         of the body is in its lead: the lead only moves S's clock, so the iteration is the walked one
         delayed by the difference exactly when the relative state, seen from the end of either lead,
-        is the same (:func:`delayed`; typically V has caught up with S before either lead ends)."""
+        is the same (:func:`~cgdr_des.hw.compute_state.delayed`; typically V has caught up with S
+        before either lead ends)."""
         like, lead, rel = steady
         exp = self._exp_costs(rep, i)
         delay = 0
@@ -378,30 +379,12 @@ class ComputeRunTimer:
         return cycles
 
 
-def delayed(rel: tuple, d: int) -> tuple:
-    """A :meth:`~cgdr_des.hw.compute_state.ScanState.relative` state as seen ``d`` cycles later by S
-    alone (nothing else happened meanwhile): every offset d smaller, read as 0 (a pending fire as -1)
-    once at or below S's clock, as ``relative`` reads it."""
-    free, done, cov, no_first, ring, flags = rel
-    ring = tuple([x - d if x > d else 0 for x in ring])
-    flags = [(ev, rid, tuple([x - d if x >= d else -1 for x in fires]), c - d if c > d else 0)
-             for ev, rid, fires, c in flags if fires or c > d]
-    return (free - d if free > d else 0, done - d if done > d else 0, cov - d if cov > d else 0, no_first,
-            ring, flags)
-
-
 def _vec_params(vp: dict, rec: VecOp) -> tuple:
     """A VecOp's (width, cycles per repeat, latency) from the profile's table."""
     try:
         return vp[rec.dtype][rec.op]
     except KeyError:
         raise KernelDiagnostic(f"VecOp {rec.op!r} / {rec.dtype!r} has no cost") from None
-
-
-def _scalar_only(st: ScanState, snap: Totals, cons: tuple) -> bool:
-    """Whether the iteration since ``snap`` (a totals()) and ``cons`` (a consumes()) was S's alone:
-    nothing handed to V, no flag set or consumed."""
-    return st.n_v == snap.n_v and st.n_sets == snap.n_sets and st.consumes() == cons
 
 
 def _s_flag(is_set: bool, pend, cons: list, rid: int, ev: str, t: int, f: int, stall_policy: bool,
@@ -455,14 +438,3 @@ def _work_cycles(work: tuple[int, int], profile: Profile) -> int:
     """Cycles of one ScalarExp call declaring ``work`` = (ALU operations, divisions)."""
     alu_ops, div_ops = work
     return scalar_exp(alu_ops, div_ops, profile.scalar_alu_cycles, profile.scalar_div_cycles)
-
-
-def _counts(scalar_n: dict, n_vec: int, n_bar: int, n_ld: int, n_st: int, n_sets: dict) -> tuple:
-    """``(record_kind, n)`` pairs, sorted, as a Counter over the run gives them: a Scalar weighted by
-    its count (so a kind seen only with count 0 is there with 0), other kinds only if present, and
-    as many waits as sets of each event (the run is balanced)."""
-    out = {"scalar_" + k: n for k, n in scalar_n.items()}
-    pairs = [("vec", n_vec), ("barrier_V", n_bar), ("scalar_gm_load", n_ld), ("scalar_gm_store", n_st)]
-    pairs += [(side + ev, n) for ev, n in n_sets.items() for side in ("set_", "wait_")]
-    out.update((key, n) for key, n in pairs if n)
-    return tuple(sorted(out.items()))

@@ -1,5 +1,6 @@
 """What the one-pass compute-run timer (:mod:`cgdr_des.hw.compute_run`) carries from record to record,
-and how a Repeat's steady iterations shift it (see that module's docstring, "Repeat")."""
+how a Repeat's steady iterations shift it (see that module's docstring, "Repeat"), how its relative
+state reads after S alone ran on (:func:`delayed`), and the record counts it reports."""
 
 from __future__ import annotations
 
@@ -114,3 +115,32 @@ class ScanState:
 def _flag_state(n_ids: int) -> tuple[list, list]:
     """Per id of one event: the fire cycles of sets not yet consumed, and the last consume cycle."""
     return [deque() for _ in range(n_ids)], [-1] * n_ids
+
+
+def delayed(rel: tuple, d: int) -> tuple:
+    """A :meth:`ScanState.relative` state as seen ``d`` cycles later by S
+    alone (nothing else happened meanwhile): every offset d smaller, read as 0 (a pending fire as -1)
+    once at or below S's clock, as ``relative`` reads it."""
+    free, done, cov, no_first, ring, flags = rel
+    ring = tuple([x - d if x > d else 0 for x in ring])
+    flags = [(ev, rid, tuple([x - d if x >= d else -1 for x in fires]), c - d if c > d else 0)
+             for ev, rid, fires, c in flags if fires or c > d]
+    return (free - d if free > d else 0, done - d if done > d else 0, cov - d if cov > d else 0, no_first,
+            ring, flags)
+
+
+def scalar_only(st: ScanState, snap: Totals, cons: tuple) -> bool:
+    """Whether the iteration since ``snap`` (a totals()) and ``cons`` (a consumes()) was S's alone:
+    nothing handed to V, no flag set or consumed."""
+    return st.n_v == snap.n_v and st.n_sets == snap.n_sets and st.consumes() == cons
+
+
+def record_counts(scalar_n: dict, n_vec: int, n_bar: int, n_ld: int, n_st: int, n_sets: dict) -> tuple:
+    """``(record_kind, n)`` pairs, sorted, as a Counter over the run gives them: a Scalar weighted by
+    its count (so a kind seen only with count 0 is there with 0), other kinds only if present, and
+    as many waits as sets of each event (the run is balanced)."""
+    out = {"scalar_" + k: n for k, n in scalar_n.items()}
+    pairs = [("vec", n_vec), ("barrier_V", n_bar), ("scalar_gm_load", n_ld), ("scalar_gm_store", n_st)]
+    pairs += [(side + ev, n) for ev, n in n_sets.items() for side in ("set_", "wait_")]
+    out.update((key, n) for key, n in pairs if n)
+    return tuple(sorted(out.items()))

@@ -103,12 +103,14 @@ class Core:
 
     def open_span(self, tag) -> tuple[Span, defaultdict]:
         """Start the span of a Tag (``None``: the records before any Tag); returns it and the counts
-        of its phase."""
+        of its phase (the Tag counted in them)."""
         span = Span() if tag is None else Span(tag.phase, tag.batch, tag.head, tag.vtile, tag.chunk)
         self.spans.append(span)
         counts = self.counts.get(span.phase)
         if counts is None:
             counts = self.counts[span.phase] = defaultdict(int)
+        if tag is not None:
+            counts["Tag"] += 1
         return span, counts
 
     def dma_entry(self, rec, idx: int, span: Span):

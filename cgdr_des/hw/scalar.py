@@ -63,7 +63,8 @@ class ScalarUnit:
     """The scalar unit's clock and totals, and how it executes each kind of record."""
 
     __slots__ = ("core", "prof", "t", "stall", "idx", "span", "cnt", "V", "kinds", "vp", "keep",
-                 "rows_append", "env", "wait_kind", "wait_on", "checked", "lost", "stall_policy", "f", "routes")
+                 "rows_append", "env", "wait_kind", "wait_on", "checked", "lost", "stall_policy", "f", "routes",
+                 "depth", "disp", "api")
 
     def __init__(self, core) -> None:
         self.core, self.prof = core, core.profile
@@ -78,6 +79,9 @@ class ScalarUnit:
         policy = self.prof.flag_double_set
         self.checked, self.lost, self.stall_policy = policy in CHECKED_POLICIES, policy == "lost", policy == "stall"
         self.f = self.prof.flag_cycles
+        #: queue depth, cycles per hand-over, and the scalar cycles of a vector call before it
+        self.depth, self.disp = self.prof.queue_depth, self.prof.scalar_dispatch_cycles
+        self.api = vec_call_scalar(self.prof.vec_api_scalar_cycles, self.prof.vec_call_loop_cycles)
         #: what it waits for when it yields (deadlock diagnostics): ``flag`` (a WaitFlag's set, on the
         #: Flag), ``set`` (a set's previous consume), ``room`` (a free slot, on the pipe) or ``drain``
         #: (PipeBarrier<ALL>, on the names of the pipes not drained)
@@ -240,9 +244,7 @@ def scalar_unit(core, program):
     entry's fields) and falls through to the hand-over at the bottom (:meth:`ScalarUnit.push` when the queue is
     full, inline otherwise). It yields only to wait: for a queue slot or a flag (:func:`_flag_wait`)."""
     su = core.s_unit = ScalarUnit(core)
-    V, depth, pipes_get, routes = su.V, core.profile.queue_depth, core.pipes.get, su.routes
-    disp = core.profile.scalar_dispatch_cycles
-    api = vec_call_scalar(core.profile.vec_api_scalar_cycles, core.profile.vec_call_loop_cycles)
+    V, depth, pipes_get, routes, disp, api = su.V, su.depth, core.pipes.get, su.routes, su.disp, su.api
     scalar_gm_, set_flag, wait_flag, vp, kinds, keep = su.scalar_gm, su.set_flag, su.wait_flag, su.vp, su.kinds, su.keep
     t, idx, span, cnt, n_vec, n_bar = su.t, -1, su.span, su.cnt, 0, 0
     for rec in program:
@@ -280,10 +282,9 @@ def scalar_unit(core, program):
             pipe = info.src if is_set else info.dst
             if pipe == "S":
                 su.idx = idx
-                if fl.sets if is_set else not fl.sets:
-                    if not is_set or su.stall_policy:     # a wait for a set, or (stall) for a consume
-                        su.t = t
-                        yield from _flag_wait(su, fl, "set" if is_set else "flag")
+                if (su.stall_policy and fl.sets) if is_set else not fl.sets:    # (stall) a consume, or a set
+                    su.t = t
+                    yield from _flag_wait(su, fl, "set" if is_set else "flag")
                 t = set_flag(fl, t) if is_set else wait_flag(fl, t)
                 continue
             P = pipes_get(pipe) or core.pipe(pipe)     # MTE1 / M start on first use
@@ -305,23 +306,20 @@ def scalar_unit(core, program):
         elif typ is Tag:        # a new span (phase fidelity's programs are one fifth Tags)
             n_vec = n_bar = _add_counts(cnt, n_vec, n_bar)
             span, cnt = su.span, su.cnt = core.open_span(rec)
-            cnt["Tag"] += 1
             continue
         elif isinstance(rec, Macro):      # phase fidelity: its V part to V, then S busy s_cycles
             su.t, su.idx = t, idx
-            if rec.v_end > rec.v_start:
-                if len(V.q.items) < depth:      # room: no generator for a wait that cannot happen
-                    su.hand(V, MAC, rec, rec.v_start, rec.v_end - rec.v_start, 0, rec.v_start)
-                else:
-                    yield from su.push(V, MAC, rec, rec.v_start, rec.v_end - rec.v_start, 0, rec.v_start)
+            if rec.v_end > rec.v_start and len(V.q.items) >= depth:     # a full queue: wait for a slot
+                yield from su.push(V, MAC, rec, rec.v_start, rec.v_end - rec.v_start, 0, rec.v_start)
+            elif rec.v_end > rec.v_start:       # room: no generator for a wait that cannot happen
+                su.hand(V, MAC, rec, rec.v_start, rec.v_end - rec.v_start, 0, rec.v_start)
             t = su.macro(rec, su.t)
             continue
         elif typ is Dma:        # checked, then handed to MTE2 or MTE3 like any entry
             cnt["dma_" + rec.pipe] += rec.repeat
             P, code, _, a, b = core.dma_entry(rec, idx, span)
         elif typ is FetchEventID:     # nothing to wait for: no generator
-            su.idx = idx
-            t = fetch_event_id(su, rec, t)
+            t = fetch_event_id(su, rec, t, idx)
             continue
         else:
             su.t, su.idx = t, idx
@@ -337,8 +335,7 @@ def scalar_unit(core, program):
             continue
         n = q.n_push        # IssueQueue.hand, inline: two records in five are handed over
         t, stall = hand_over(t, q.ring[n % depth], disp)
-        if stall:
-            su.stall += stall
+        su.stall += stall
         q.items.append(new_entry(Entry, (code, t, rec, span, idx, a, b)))
         q.n_push = n + 1
         if q.get_queue:

@@ -44,9 +44,10 @@ _QUEUE_TYPES = (AllocTensor, EnQue, DeQue, FreeTensor)
 FETCH_OP = {ev: "FetchEventID:" + ev for ev in HARD_EVENTS}
 
 
-def fetch_event_id(su, rec: FetchEventID, t: int) -> int:
-    """FetchEventID (one per DMA idiom, never waits) from cycle ``t``: the lowest free id into the
-    record's handle; returns the cycle the scalar unit goes on."""
+def fetch_event_id(su, rec: FetchEventID, t: int, idx: int) -> int:
+    """FetchEventID (record ``idx``; one per DMA idiom, never waits) from cycle ``t``: the lowest free
+    id into the record's handle; returns the cycle the scalar unit goes on."""
+    su.idx = idx
     su.cnt["FetchEventID"] += 1
     try:
         rec.handle.id = su.core.pool.fetch(rec.event)
