@@ -110,3 +110,19 @@ def test_profile_is_immutable_and_picklable():
         p.vec_width["Mul"] = {"fp32": 1, "fp16": 1}
     q = pickle.loads(pickle.dumps(p))
     assert q == p and q.vec_width["Mul"]["fp32"] == 64
+
+
+def test_a_profile_file_is_parsed_once_per_text_and_reread_when_it_changes(tmp_path):
+    """load_profile keeps the Profile of each (text, origin) it parsed: the same file gives the same
+    frozen object, an edited file its new values, and overrides a fresh profile that changes neither."""
+    from importlib import resources
+
+    text = (resources.files("cgdr_des.hw") / "profiles" / "atlas-300i-duo.toml").read_text(encoding="utf-8")
+    path = tmp_path / "mine.toml"
+    path.write_text(text)
+    first = load_profile(path)
+    assert load_profile(path) is first and first.clock_mhz == 1060
+    path.write_text(text.replace("[fields.clock_mhz]\nvalue = 1060", "[fields.clock_mhz]\nvalue = 1000"))
+    assert load_profile(path).clock_mhz == 1000
+    bumped = load_profile(path, {"flag_cycles": first.flag_cycles + 1})
+    assert bumped.flag_cycles == first.flag_cycles + 1 and load_profile(path).flag_cycles == first.flag_cycles

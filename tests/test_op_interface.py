@@ -82,10 +82,14 @@ def test_unknown_numerics_is_an_input_error():
 
 
 def test_the_fp16_finiteness_check_matches_numpy_on_every_bit_pattern():
+    from cgdr_des.numerics.finite import first_nonfinite, nonfinite
     from cgdr_des.op import _all_finite
 
     every = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
     finite = np.isfinite(every)
     assert finite.sum() == (1 << 16) - 2 * 1024          # 2 x 1024 patterns with exponent all ones
+    assert np.array_equal(nonfinite(every), ~finite)
+    grid = every.reshape(256, 256)[:, ::-1]               # a strided view, as outputs' slices are
+    assert first_nonfinite(grid) == tuple(int(i) for i in np.argwhere(~np.isfinite(grid))[0])
     assert _all_finite(every[finite]) and _all_finite(every[finite][::-3])
     assert not any(_all_finite(every[[0, i]]) for i in np.flatnonzero(~finite))

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from cgdr_des.cli import main
 from cgdr_des.errors import InputError
 from cgdr_des.hw import list_profiles, load_profile
-from cgdr_des.hw.profile import _read, with_overrides
+from cgdr_des.hw.profile import read_doc, with_overrides
 from cgdr_des.hw.ranges import get_param, merge_overrides, set_param
 from cgdr_des.scenario import Scenario
 from cgdr_des.timing.profile_toml import dump_profile
@@ -51,7 +51,7 @@ def test_every_range_holds_its_value_and_gives_loadable_profiles(name):
 
 
 def _bad_profile(tmp_path: Path, edit: str) -> Path:
-    doc, _ = _read("atlas-300i-duo")
+    doc, _ = read_doc("atlas-300i-duo")
     old = 'range = [1, 10]\nrange_reason = "simulators'
     text = dump_profile(doc).replace(old, edit + '\nrange_reason = "simulators')
     p = tmp_path / "bad.toml"

@@ -37,7 +37,13 @@ with the same costs: they are added at once (:meth:`ScanState.extrapolate`). Wit
 (no ScalarGm or ScalarExp, and no data-cache access seen) that is all the remaining iterations; with
 ``Repeat.gm`` / ``Repeat.exp`` it is the following iterations whose accesses hit and miss as the
 steady one's did and whose ScalarExp arguments cost what its did (the cache is touched for them in
-order); the first that differs is walked, and so on. That is exact, not an estimate: the tests
+order); the first that differs is walked, and so on. A ScalarExp cost that differs is no reason to
+walk when every ScalarExp call of the body sits in its *lead* (the Scalar records it begins with):
+the lead moves only S's clock, so if the steady state reads the same from the end of either lead
+(:func:`~cgdr_des.hw.compute_state.delayed`: usually V has caught up with S by then), the iteration
+is the steady one delayed by the difference in its lead, and is added at once with that delay
+(UpdateAndWriteState's token loop, whose ScalarExp cost varies with its argument, is walked three
+to six times instead of ten to thirteen). That is exact, not an estimate: the tests
 compare every field against the expanded loop, on random bodies and on the kernel's loops. A Repeat
 of fewer than two iterations or of an empty body raises KernelDiagnostic (the compiler then times
 its expansion).

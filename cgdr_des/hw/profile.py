@@ -28,6 +28,7 @@ from __future__ import annotations
 import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
@@ -332,19 +333,30 @@ def list_profiles() -> list[str]:
     return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".toml"))
 
 
-def _read(name_or_path: str | Path) -> tuple[dict, str]:
+def _read(name_or_path: str | Path) -> tuple[str, str]:
+    """The profile's TOML text and where it came from (a shipped name or the path)."""
     text_name = str(name_or_path)
     if text_name in list_profiles():
         res = resources.files("cgdr_des.hw") / "profiles" / f"{text_name}.toml"
-        return tomllib.loads(res.read_text(encoding="utf-8")), text_name
+        return res.read_text(encoding="utf-8"), text_name
     path = Path(name_or_path)
     if path.suffix == ".toml" and path.is_file():
-        try:
-            return tomllib.loads(path.read_text(encoding="utf-8")), str(path)
-        except tomllib.TOMLDecodeError as exc:
-            raise InputError("hardware.profile", str(path), f"a valid TOML file ({exc})") from None
+        return path.read_text(encoding="utf-8"), str(path)
     raise InputError("hardware.profile", text_name,
                      f"one of {', '.join(list_profiles())} or a path to a .toml profile file")
+
+
+def read_doc(name_or_path: str | Path) -> tuple[dict, str]:
+    """A profile's TOML document (a fresh dict) and where it came from."""
+    text, where = _read(name_or_path)
+    return _loads(text, where), where
+
+
+def _loads(text: str, where: str) -> dict:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError("hardware.profile", where, f"a valid TOML file ({exc})") from None
 
 
 def _parse_fields(doc: dict, where: str) -> tuple[dict, dict]:
@@ -377,7 +389,20 @@ def load_profile(name_or_path: str | Path = "atlas-300i-duo", overrides: Mapping
     ``overrides`` maps field names to new values (validated like the file's); unknown fields and
     wrong types raise InputError naming ``overrides.<field>``.
     """
-    doc, where = _read(name_or_path)
+    text, where = _read(name_or_path)
+    if not overrides:
+        return _from_text(text, where)
+    return _build(_loads(text, where), where, overrides)
+
+
+@lru_cache(maxsize=64)
+def _from_text(text: str, where: str) -> Profile:
+    """The Profile a file's text gives, parsed once per (text, origin): a Profile is frozen, and a
+    sweep, the op API or a test run loads the same few again and again (parsing costs ~5 ms)."""
+    return _build(_loads(text, where), where, None)
+
+
+def _build(doc: dict, where: str, overrides: Mapping | None) -> Profile:
     meta = doc.get("profile", {})
     values, sources, ranges = _parse_fields(doc, where)
     for name, value in (overrides or {}).items():

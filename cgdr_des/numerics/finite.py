@@ -18,11 +18,20 @@ from cgdr_des.isa import Tag
 KEEP_GOING_HINT = "set [sim] nonfinite = \"keep\" to write such outputs anyway"
 
 
+def nonfinite(arr: np.ndarray) -> np.ndarray:
+    """Where ``arr`` holds inf or NaN (``~np.isfinite(arr)``); for fp16 from the bits (exponent all
+    ones is inf or NaN), which is exact and ~8x faster than numpy's fp16 ufunc path on the op's
+    multi-MB inputs and outputs."""
+    if arr.dtype == np.float16:
+        return (arr.view(np.uint16) & 0x7C00) == 0x7C00
+    return ~np.isfinite(arr)
+
+
 def first_nonfinite(arr: np.ndarray | None) -> tuple[int, ...] | None:
     """Index of the first non-finite element of ``arr`` (C order), or None."""
     if arr is None:
         return None
-    bad = ~np.isfinite(arr)
+    bad = nonfinite(arr)
     if not bad.any():
         return None
     return tuple(int(i) for i in np.unravel_index(int(np.argmax(bad)), arr.shape))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from cgdr_des.hw.profile import _merge, _read
+from cgdr_des.hw.profile import _merge, read_doc
 from cgdr_des.hw.ranges import set_param
 
 
@@ -38,7 +38,7 @@ def dump_profile(doc: Mapping) -> str:
 def fitted_profile_doc(profile_ref: str, profile, fitted: Mapping, note: str) -> dict:
     """The base profile's document with each fitted parameter's value replaced, its source saying so
     (confidence M: fitted) and its range kept."""
-    doc, _ = _read(profile_ref)
+    doc, _ = read_doc(profile_ref)
     meta = dict(doc.get("profile", {}))
     meta["name"] = f"{meta.get('name', 'profile')}-calibrated"
     meta["description"] = f"{meta.get('description', '')} Calibrated: {note}".strip()
