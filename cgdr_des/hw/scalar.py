@@ -218,17 +218,8 @@ class ScalarUnit:
             tally = self.core.macro_counts[key] = MacroTally(self.cnt, rec.counts)
         tally.times += 1
         self.t = end = t + rec.s_cycles
-        stall = getattr(rec, "s_stall", 0)
-        if stall:
-            self.stall += stall
-        span = self.span            # did(), inline: a phase program is one fifth Macros
-        if self.keep:
-            self.rows_append(span.row(self.core.cid, "S", "Macro:" + rec.name, t, end, 0, 0))
-        if t < span.start:
-            span.start = t
-        if end > span.end:
-            span.end = end
-        span.n += 1
+        self.stall += getattr(rec, "s_stall", 0)
+        self.did("Macro:" + rec.name, t, end)
         return end
 
 
