@@ -21,11 +21,12 @@ Waiting is on SimPy events: a WaitFlag that finds no set recorded waits on ``Fla
 by the next set), and under ``stall`` a SetFlag on S that finds a set pending waits on
 ``Flag.set_waiter`` (triggered by the consumption).
 
-Event ids (docs/hardware.md row 24): per HardEvent a SimPy ``PriorityStore`` holding the ``n_ids`` free
-ids. ``alloc`` (AllocEventID) gets the lowest free id out of it; ``fetch`` (FetchEventID) reads the
-lowest without taking it; ``release`` (ReleaseEventID) puts it back. The scalar unit is the only one to
-take and return ids, in program order, so an empty store is not something to wait for -- nothing
-could ever refill it -- and is reported at once ("event ids exhausted").
+Event ids (docs/hardware.md row 24): per HardEvent a SimPy ``PriorityStore`` holding the ``n_ids``
+free ids (granting in place, :mod:`cgdr_des.hw.grants`). ``alloc`` (AllocEventID) gets the lowest
+free id out of it; ``fetch`` (FetchEventID) reads the lowest without taking it; ``release``
+(ReleaseEventID) puts it back. The scalar unit is the only one to take and return ids, in program
+order, so an empty store is not something to wait for -- nothing could ever refill it -- and is
+reported at once ("event ids exhausted").
 """
 
 from __future__ import annotations
@@ -33,9 +34,8 @@ from __future__ import annotations
 from collections import deque
 from typing import NamedTuple
 
-from simpy import PriorityStore
-
 from cgdr_des.hw.diagnostics import HwFault
+from cgdr_des.hw.grants import GrantPriorityStore
 from cgdr_des.isa import HARD_EVENTS, event_pipes
 
 
@@ -139,10 +139,10 @@ class EventIdPool:
         self.n_ids = n_ids
         self.free = {}
         for ev in HARD_EVENTS:
-            store = self.free[ev] = PriorityStore(env, capacity=n_ids)
+            store = self.free[ev] = GrantPriorityStore(env, capacity=n_ids)
             store.items = list(range(n_ids))        # already a heap: every id free at launch
 
-    def _store(self, event: str, what: str) -> PriorityStore:
+    def _store(self, event: str, what: str) -> GrantPriorityStore:
         store = self.free.get(event)
         if store is None:
             raise HwFault(f"unknown HardEvent {event!r}; allowed: {', '.join(HARD_EVENTS)}")

@@ -19,9 +19,9 @@ docs/hardware.md §3 (rows 30-31); ``enq`` is the event of the data direction, `
 
 SimPy carries the buffers: each TQue's ``buffers`` is a ``simpy.Resource`` of capacity BUFFER_NUM
 (AllocTensor requests one, FreeTensor releases it) and EnQue/DeQue pass the buffer through
-``passing``, a ``simpy.Store``. Only the scalar unit calls them, in program order, so a request that
-cannot be granted at once (every buffer held, or nothing enqueued) could never be granted: it is
-reported then, not waited for.
+``passing``, a ``simpy.Store`` (both granting in place, :mod:`cgdr_des.hw.grants`). Only the scalar
+unit calls them, in program order, so a request that cannot be granted at once (every buffer held,
+or nothing enqueued) could never be granted: it is reported then, not waited for.
 
 Each call issues at most one flag instruction (:meth:`TQue.apply` returns it), which the scalar unit
 hands to that pipe's queue after the call's own cycles.
@@ -29,10 +29,9 @@ hands to that pipe's queue after the call's own cycles.
 
 from __future__ import annotations
 
-import simpy
-
 from cgdr_des.hw.diagnostics import HwFault
 from cgdr_des.hw.flags import EventIdPool
+from cgdr_des.hw.grants import GrantResource, GrantStore
 
 POSITIONS = ("VECIN", "VECOUT", "VECCALC")
 _EVENTS = {"VECIN": ("MTE2_V", "V_MTE2"), "VECOUT": ("V_MTE3", "MTE3_V")}
@@ -49,9 +48,9 @@ class TQue:
         self.state = [FREE] * num
         self.free_id: list[int | None] = [None] * num
         self.cursor = 0
-        self.buffers = simpy.Resource(env, capacity=num)
+        self.buffers = GrantResource(env, capacity=num)
         self.grant: list = [None] * num          # the granted request of each buffer not FREE
-        self.passing = simpy.Store(env)          # (buffer, event id) from EnQue to DeQue
+        self.passing = GrantStore(env)           # (buffer, event id) from EnQue to DeQue
         self.allocated: list[int] = []           # ALLOCATED buffers in AllocTensor order
         self.held: list[int] = []                # HELD buffers in DeQue order
 
