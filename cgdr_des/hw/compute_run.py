@@ -109,10 +109,10 @@ class ComputeRunTimer:
         vec_call = vec_call_scalar(p.vec_api_scalar_cycles, p.vec_call_loop_cycles)
         self.consts = (p.kernel_launch_cycles, p.flag_cycles, vec_call, p.scalar_dispatch_cycles,
                        p.queue_depth, p.event_ids_per_hard_event, p.flag_double_set == "stall",
-                       p.flag_double_set == "diagnostic", vec_params(p), scalar_kind_cycles(p),
-                       p.scalar_ub_load_cycles, p.scalar_ub_store_cycles, p.dcache_miss_cycles, p.l2_hit_cycles)
+                       p.flag_double_set == "diagnostic", vec_params(p), scalar_kind_cycles(p))
         #: ScalarGm cycles by [store][outcome] (outcome 0 a miss, 1 a hit, L2_HIT), from the rule
-        self.gm_cost = [[scalar_gm_l2(o == 1, o == L2_HIT, store, *self.consts[10:]) for o in range(L2_HIT + 1)]
+        self.gm_cost = [[scalar_gm_l2(o == 1, o == L2_HIT, store, p.scalar_ub_load_cycles, p.scalar_ub_store_cycles,
+                                      p.dcache_miss_cycles, p.l2_hit_cycles) for o in range(L2_HIT + 1)]
                         for store in (False, True)]
 
     def time(self, run: list, dcache) -> RunTiming:
@@ -140,7 +140,7 @@ class ComputeRunTimer:
         returns its index (``len(records)`` if none). ``seen``: where to note how each ScalarGm went.
         State in locals (this runs once per record of every compiled run) for Scalar, ScalarGm, VecOp
         and PipeBarrier<V>, nearly every record; a flag or a Repeat goes to :meth:`_sync` on ``st``."""
-        (_, _, api, disp, _, _, _, _, vp, kc, _, _, _, _), gm_cost = self.consts, self.gm_cost
+        (_, _, api, disp, _, _, _, _, vp, kc), gm_cost = self.consts, self.gm_cost
         access, lines, line_bytes, to_end = dcache.access, dcache.lines, dcache.line_bytes, dcache.lines.move_to_end
         (t, free, done, cov, s_stall, v_busy, v_stall, n_vec, n_bar, n_ld, n_st, first, n_v) = st.scalars()
         ring, ring_append, scalar_n, scalar_get = st.ring, st.ring.append, st.scalar_n, st.scalar_n.get
@@ -278,7 +278,7 @@ class ComputeRunTimer:
                     st.extrapolate(snap, n - i)
                     return
                 continue
-            i = self._matching(rep, i, st, snap, (key, self._scalar_lead(rep, body), after), dcache)
+            i = self._matching(rep, i, st, snap, self._steady(rep, key, body, after), dcache)
 
     def _add_scalar_iterations(self, rep: Repeat, i: int, st: ScanState, snap: Totals, key: tuple, dcache) -> None:
         """Iterations i.. of a Repeat whose body is scalar work only (the walked one handed V nothing
@@ -335,27 +335,32 @@ class ComputeRunTimer:
             st.extrapolate(snap, k - i, delay)
         return k
 
+    def _steady(self, rep: Repeat, key: tuple, body: list, after: tuple) -> tuple:
+        """What :meth:`_costs` compares each later iteration with: the walked iteration's declared
+        costs ``key`` (:meth:`_walked_costs`), the cycles of its scalar lead other than ScalarExp
+        (:meth:`_scalar_lead`), the relative state ``after`` it left, and that state as seen from the
+        end of its lead (None without a lead)."""
+        lead = self._scalar_lead(rep, body)
+        seen = None if lead is None else delayed(after, lead + sum(key[0]))
+        return key, lead, after, seen
+
     def _costs(self, rep: Repeat, i: int, dcache, steady: tuple) -> int | None:
         """How much later than the walked iteration iteration i ends, if it is that iteration shifted
         (None if not); if so the cache is touched for it (as its records would touch it), else left as
-        it was. ``steady``: the walked iteration's declared costs (:meth:`_walked_costs`), its scalar
-        lead (:meth:`_scalar_lead`) and the relative state it left.
+        it was. ``steady``: see :meth:`_steady`.
 
         ScalarExp costs that differ from the walked iteration's are allowed when every ScalarExp call
         of the body is in its lead: the lead only moves S's clock, so the iteration is the walked one
         delayed by the difference exactly when the relative state, seen from the end of either lead,
         is the same (:func:`~cgdr_des.hw.compute_state.delayed`; typically V has caught up with S
         before either lead ends)."""
-        like, lead, rel = steady
+        like, lead, rel, seen = steady
         exp = self._exp_costs(rep, i)
         delay = 0
         if exp != like[0]:
-            if lead is None:
+            if lead is None or delayed(rel, lead + sum(exp)) != seen:
                 return None
-            walked, now = lead + sum(like[0]), lead + sum(exp)
-            if delayed(rel, walked) != delayed(rel, now):
-                return None
-            delay = now - walked
+            delay = sum(exp) - sum(like[0])
         if rep.gm is None:
             return delay
         accesses = rep.gm(i)

@@ -80,10 +80,11 @@ class ScanState:
         """Account for ``left`` more iterations, each a copy of the one that took the state from
         ``before`` (a :meth:`totals`) to now, shifted by its duration: every cycle moves on by
         ``left`` durations (plus ``delay``: how much longer than that one they took together, in
-        scalar leads nothing else saw), every total and count grows by ``left`` iterations' worth. ``done`` moves
-        only if the iteration handed V something: each such iteration ends V's work at or past its own
-        start, so past the previous done (which it may equal: an iteration that only adds to done
-        what equals it still moves it next time); with nothing for V it stays where it was."""
+        scalar leads nothing else saw), every total and count grows by ``left`` iterations' worth.
+        ``done`` moves only if the iteration handed V something: each such iteration ends V's work at
+        or past its own start, so past the previous done (which it may equal: an iteration that only
+        adds to done what equals it still moves it next time); with nothing for V it stays where it
+        was."""
         (t, _, _, _, s_stall, v_busy, v_stall, n_vec, n_bar, n_ld, n_st, _, n_v, n_sets, scalar_n) = before
         shift = (self.t - t) * left + delay
         self.t += shift
@@ -118,9 +119,9 @@ def _flag_state(n_ids: int) -> tuple[list, list]:
 
 
 def delayed(rel: tuple, d: int) -> tuple:
-    """A :meth:`ScanState.relative` state as seen ``d`` cycles later by S
-    alone (nothing else happened meanwhile): every offset d smaller, read as 0 (a pending fire as -1)
-    once at or below S's clock, as ``relative`` reads it."""
+    """A :meth:`ScanState.relative` state as seen ``d`` cycles later by S alone (nothing else happened
+    meanwhile): every offset ``d`` smaller, read as 0 (a pending fire as -1) once at or below S's
+    clock, as ``relative`` reads it."""
     free, done, cov, no_first, ring, flags = rel
     ring = tuple([x - d if x > d else 0 for x in ring])
     flags = [(ev, rid, tuple([x - d if x >= d else -1 for x in fires]), c - d if c > d else 0)

@@ -299,11 +299,11 @@ def scalar_unit(core, program):
             span, cnt = su.span, su.cnt = core.open_span(rec)
             continue
         elif isinstance(rec, Macro):      # phase fidelity: its V part to V, then S busy s_cycles
-            su.t, su.idx = t, idx
-            if rec.v_end > rec.v_start and len(V.q.items) >= depth:     # a full queue: wait for a slot
-                yield from su.push(V, MAC, rec, rec.v_start, rec.v_end - rec.v_start, 0, rec.v_start)
-            elif rec.v_end > rec.v_start:       # room: no generator for a wait that cannot happen
-                su.hand(V, MAC, rec, rec.v_start, rec.v_end - rec.v_start, 0, rec.v_start)
+            su.t, su.idx, v_len = t, idx, rec.v_end - rec.v_start
+            if v_len > 0 and len(V.q.items) >= depth:     # a full queue: wait for a slot
+                yield from su.push(V, MAC, rec, rec.v_start, v_len, 0, rec.v_start)
+            elif v_len > 0:         # room: no generator for a wait that cannot happen
+                su.hand(V, MAC, rec, rec.v_start, v_len, 0, rec.v_start)
             t = su.macro(rec, su.t)
             continue
         elif typ is Dma:        # checked, then handed to MTE2 or MTE3 like any entry
