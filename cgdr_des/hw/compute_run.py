@@ -347,13 +347,8 @@ class ComputeRunTimer:
     def _costs(self, rep: Repeat, i: int, dcache, steady: tuple) -> int | None:
         """How much later than the walked iteration iteration i ends, if it is that iteration shifted
         (None if not); if so the cache is touched for it (as its records would touch it), else left as
-        it was. ``steady``: see :meth:`_steady`.
-
-        ScalarExp costs that differ from the walked iteration's are allowed when every ScalarExp call
-        of the body is in its lead: the lead only moves S's clock, so the iteration is the walked one
-        delayed by the difference exactly when the relative state, seen from the end of either lead,
-        is the same (:func:`~cgdr_des.hw.compute_state.delayed`; typically V has caught up with S
-        before either lead ends)."""
+        it was. ``steady``: see :meth:`_steady`. ScalarExp costs may differ inside the body's scalar
+        lead (module docstring, "Repeat")."""
         like, lead, rel, seen = steady
         exp = self._exp_costs(rep, i)
         delay = 0
