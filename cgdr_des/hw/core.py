@@ -114,7 +114,7 @@ class Core:
         return span, counts
 
     def dma_entry(self, rec, idx: int, span: Span):
-        """Check a Dma record and return the hand-over fields ``(pipe, code, pre, first_byte, cap)``."""
+        """Check a Dma record and return its hand-over: ``(pipe, DMA, first_byte, cap)``."""
         try:
             check_dma(rec, self.profile.ub_bytes, self.profile.l1_bytes)
         except HwFault as exc:
@@ -126,7 +126,7 @@ class Core:
             self.gm_read += rec.nbytes
         else:
             self.gm_written += rec.nbytes
-        return self.pipes["MTE2" if read else "MTE3"], DMA, 0, first_byte, cap
+        return self.pipes["MTE2" if read else "MTE3"], DMA, first_byte, cap
 
     def finish_scalar(self, t: int, stall: int, n_records: int) -> None:
         """The scalar unit is sequential: it was busy whenever it was not stalled."""

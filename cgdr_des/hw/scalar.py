@@ -308,7 +308,7 @@ def scalar_unit(core, program):
             continue
         elif typ is Dma:        # checked, then handed to MTE2 or MTE3 like any entry
             cnt["dma_" + rec.pipe] += rec.repeat
-            P, code, _, a, b = core.dma_entry(rec, idx, span)
+            P, code, a, b = core.dma_entry(rec, idx, span)
         elif typ is FetchEventID:     # nothing to wait for: no generator
             t = fetch_event_id(su, rec, t, idx)
             continue
