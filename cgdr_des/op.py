@@ -2,7 +2,8 @@
 
 Inputs (docs/kernel.md §2): query/key ``[T, Nk, Dk]`` fp16, value ``[T, Nv, Dv]`` fp16, beta
 ``[T, Nv]`` fp16, initial_state ``[B, Nv, Dv, Dk]`` fp16 (value dimension first),
-actual_seq_lengths ``[B]`` int32, optional g ``[T, Nv]`` fp32 (absent: no decay), scale_value.
+actual_seq_lengths ``[B]`` (any integers that fit int32: a list, int64 ``np.array([T])``; the kernel
+reads int32, so they are converted), optional g ``[T, Nv]`` fp32 (absent: no decay), scale_value.
 Outputs: out ``[T, Nv, Dv]`` and final_state ``[B, Nv, Dv, Dk]``, fp16 in ``kernel`` numerics,
 float64 in ``exact``, None in ``off``.
 
@@ -46,6 +47,30 @@ def _check_array(name: str, arr, ndim: int, dtype) -> np.ndarray:
     return arr
 
 
+#: the kernel reads actual_seq_lengths as int32
+INT32_MAX = int(np.iinfo(np.int32).max)
+
+
+def as_lengths(actual_seq_lengths) -> np.ndarray:
+    """``actual_seq_lengths`` as the kernel's int32 ``[B]``: any 1-D integer array or list whose values
+    fit int32 (0 .. 2^31-1); a float, bool or out-of-range value is an InputError naming the field."""
+    if isinstance(actual_seq_lengths, list | tuple):
+        arr = np.asarray(actual_seq_lengths) if len(actual_seq_lengths) else np.zeros(0, np.int32)
+    elif isinstance(actual_seq_lengths, np.ndarray):
+        arr = actual_seq_lengths
+    else:
+        raise InputError("actual_seq_lengths", type(actual_seq_lengths).__name__,
+                         "must be a numpy array or a list of integers")
+    if arr.dtype.kind not in "iu":  # bool is kind "b", floats "f", ints past int64 make "O"
+        raise InputError("actual_seq_lengths.dtype", str(arr.dtype), "must be integers (any integer dtype)")
+    if arr.ndim != 1:
+        raise InputError("actual_seq_lengths.shape", arr.shape, "must have 1 dimensions")
+    if arr.size and (int(arr.min()) < 0 or int(arr.max()) > INT32_MAX):
+        bad = int(arr.min()) if int(arr.min()) < 0 else int(arr.max())
+        raise InputError("actual_seq_lengths", bad, f"lengths must be >= 0 and fit int32 (<= {INT32_MAX})")
+    return arr if arr.dtype == np.int32 else arr.astype(np.int32)
+
+
 def _all_finite(arr: np.ndarray) -> bool:
     """np.isfinite(arr).all(), fp16 read from its bits (:func:`~cgdr_des.numerics.finite.nonfinite`)."""
     return not nonfinite(arr).any()
@@ -58,7 +83,7 @@ def validate_inputs(query, key, value, beta, initial_state, actual_seq_lengths, 
     v = _check_array("value", value, 3, np.float16)
     b = _check_array("beta", beta, 2, np.float16)
     s = _check_array("initial_state", initial_state, 4, np.float16)
-    lens = _check_array("actual_seq_lengths", actual_seq_lengths, 1, np.int32)
+    lens = as_lengths(actual_seq_lengths)
     t, nk, dk = q.shape
     _, nv, dv = v.shape
     if min(q.shape + v.shape[1:]) <= 0:
@@ -75,8 +100,6 @@ def validate_inputs(query, key, value, beta, initial_state, actual_seq_lengths, 
         raise InputError("initial_state.shape", s.shape, f"must be (B, {nv}, {dv}, {dk}) (value dim first)")
     if lens.shape != (s.shape[0],):
         raise InputError("actual_seq_lengths.shape", lens.shape, f"must be ({s.shape[0]},), one per batch")
-    if (lens < 0).any():
-        raise InputError("actual_seq_lengths", lens.tolist(), "lengths must be >= 0")
     if int(lens.sum()) != t:
         raise InputError("actual_seq_lengths", int(lens.sum()), f"must sum to T = {t}")
     if g is not None:
@@ -110,6 +133,7 @@ def chunk_gated_delta_rule(query, key, value, beta, initial_state, actual_seq_le
     machine (outputs and per-phase instruction counts in ``.counts``, no timing).
     ``kernel_version``: ``"vector"`` (the vector-only kernel), ``"cube"`` (the Cube-era kernel,
     docs/kernel-cube.md) or ``"cube-pre1174"`` (the same before its L0C events were added)."""
+    actual_seq_lengths = as_lengths(actual_seq_lengths)  # a list or int64 array: the kernel's int32 from here
     validate_inputs(query, key, value, beta, initial_state, actual_seq_lengths, g, scale_value)
     if fidelity not in ("functional", "phase", "instr"):
         raise InputError("fidelity", fidelity, "one of functional, phase, instr")

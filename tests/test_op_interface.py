@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from kernel_cases import assert_kernel_bounds, inputs, oracle
@@ -43,7 +45,11 @@ def test_numerics_off_returns_no_outputs_but_counts():
     ("initial_state.shape", lambda x: {"initial_state": np.swapaxes(x.initial_state, 2, 3)[..., :16]}),
     ("actual_seq_lengths", lambda x: {"actual_seq_lengths": np.array([64, 29], np.int32)}),
     ("actual_seq_lengths", lambda x: {"actual_seq_lengths": np.array([-1, 95], np.int32)}),
-    ("actual_seq_lengths.dtype", lambda x: {"actual_seq_lengths": x.actual_seq_lengths.astype(np.int64)}),
+    ("actual_seq_lengths.dtype", lambda x: {"actual_seq_lengths": x.actual_seq_lengths.astype(np.float64)}),
+    ("actual_seq_lengths.dtype", lambda x: {"actual_seq_lengths": [64.0, 30.0]}),
+    ("actual_seq_lengths.dtype", lambda x: {"actual_seq_lengths": np.array([True, False])}),
+    ("actual_seq_lengths", lambda x: {"actual_seq_lengths": np.array([64 + 2**32, 30], np.int64)}),  # wraps to 64
+    ("actual_seq_lengths", lambda x: {"actual_seq_lengths": "64,30"}),
     ("g.dtype", lambda x: {"g": x.g.astype(np.float16)}),
     ("g.shape", lambda x: {"g": x.g[:, :1].copy()}),
     ("query", lambda x: {"query": np.where(np.arange(64) == 3, np.nan, x.query).astype(np.float16)}),
@@ -58,6 +64,29 @@ def test_bad_inputs_name_the_field(field, change):
         cgdr_des.chunk_gated_delta_rule(**kwargs(x, **change(x)))
     assert str(err.value).startswith(field + ":")
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("lengths", [[40, 24], np.array([40, 24]), np.array([40, 24], np.uint16)])
+def test_any_integer_lengths_that_fit_int32_are_the_int32_ones(lengths):
+    x = inputs([40, 24], 1, 2, 32, 32, seed=15)
+    want = cgdr_des.chunk_gated_delta_rule(**x.kwargs(), fidelity="functional")
+    got = cgdr_des.chunk_gated_delta_rule(**kwargs(x, actual_seq_lengths=lengths), fidelity="functional")
+    np.testing.assert_array_equal(got.out, want.out)
+    np.testing.assert_array_equal(got.final_state, want.final_state)
+
+
+def test_make_inputs_draws_a_scenarios_numbers():
+    """cgdr_des.make_inputs with a scenario's shape and seed gives the op the inputs that scenario
+    simulates: the op's outputs equal the scenario run's, bit for bit."""
+    sc = cgdr_des.load_scenario(Path(__file__).parents[1] / "scenarios" / "small.toml").with_changes(
+        {"shape": {"nk": 1, "nv": 2, "dk": 32, "dv": 32}, "workload": {"lengths": [40, 24], "seed": 7},
+         "sim": {"fidelity": "phase", "trace": False}, "output": {"plots": False}})
+    ran = cgdr_des.simulate(sc)
+    x = cgdr_des.make_inputs([40, 24], 1, 2, 32, 32, seed=7)
+    assert x.scale_value == sc.shape.resolved_scale()
+    r = cgdr_des.chunk_gated_delta_rule(**x.kwargs(), fidelity="functional")
+    np.testing.assert_array_equal(r.out, ran.outputs["out"])
+    np.testing.assert_array_equal(r.final_state, ran.outputs["final_state"])
 
 
 def test_functional_and_phase_compute_the_same_outputs():

@@ -66,6 +66,7 @@ def test_dtype_option_and_kwargs():
     (dict(lengths=[3, -1]), "lengths"),
     (dict(lengths=[]), "lengths"),
     (dict(lengths=[2.5]), "lengths"),
+    (dict(lengths=[2**32 + 4]), "lengths"),  # would wrap to 4 as int32
     (dict(dk=0), "dk"),
     (dict(beta="ones"), "beta"),
     (dict(initial_state="ones"), "initial_state"),

@@ -10,7 +10,6 @@ import click
 from cgdr_des.cli import common
 from cgdr_des.cli.app import main
 from cgdr_des.cli.sensitivity import parse_fields
-from cgdr_des.scenario import load_scenario
 
 
 @main.command()
@@ -23,6 +22,7 @@ def calibrate(measurements: str, fields: str, out: Path, no_loo: bool) -> None:
     """Fit --fields within their ranges to the latencies in MEASUREMENTS (a CSV of scenario file ->
     latency_us, or -> msprof_csv); write the fitted profile (usable as [hardware] profile), the
     residuals and a leave-one-out error per point."""
+    from cgdr_des.scenario import load_scenario
     from cgdr_des.timing.calibrate import build_problem
     from cgdr_des.timing.calibrate import calibrate as fit
     from cgdr_des.timing.measurements import read_measurements

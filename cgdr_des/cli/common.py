@@ -1,23 +1,25 @@
 """Helpers shared by the commands: the lazy simulator, the output directory, one simulated run.
 
-``simulate`` is imported only by the commands that simulate, so ``validate``/``schema``/``plot`` stay
-fast; tests replace :func:`_simulate` with a stub. Output directories are staged and renamed into
-place (``cgdr_des/results/outdir.py``); ``estimate_lines`` prints and enforces the memory estimate.
+Every command module imports this one when ``cgdr_des.cli`` loads, so it imports nothing heavy at
+module level: numpy, the scenario model, the simulator and the writers (pandas, pyarrow, matplotlib,
+SimPy) are imported inside the helpers that use them, and ``cgdr-des --help`` or a one-line refusal
+never loads them (tests/test_startup.py). Tests replace :func:`_simulate` with a stub. Output
+directories are staged and renamed into place (``cgdr_des/results/outdir.py``); ``check_estimate``
+prints and enforces the memory estimate.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-import numpy as np
 
 from cgdr_des.errors import InputError
-from cgdr_des.estimate import check_memory, parse_size, scenario_estimate
-from cgdr_des.results.export import write_files
-from cgdr_des.results.outdir import OutputDir
-from cgdr_des.results.progress import ProgressBar
-from cgdr_des.scenario import Scenario, validate_tiling
+
+if TYPE_CHECKING:
+    from cgdr_des.results.outdir import OutputDir
+    from cgdr_des.scenario import Scenario
 
 #: the options every command that allocates shares
 max_memory_option = click.option(
@@ -45,11 +47,16 @@ def prepare_out(out: Path) -> Path:
 
 def output_dir(out: Path, force: bool) -> OutputDir:
     """The staged, locked ``--out`` (see ``results/outdir.py``); checked before any simulation."""
+    from cgdr_des.results.outdir import OutputDir
+
     return OutputDir(out, force=force, field="--out")
 
 
 def check_estimate(sc: Scenario, max_memory: str | None) -> None:
     """Print the memory/time estimate of ``sc`` and refuse it above ``--max-memory``."""
+    from cgdr_des.estimate import check_memory, parse_size, scenario_estimate
+    from cgdr_des.scenario import validate_tiling
+
     est = scenario_estimate(sc, validate_tiling(sc))
     click.echo(est.line())
     check_memory(est, parse_size(max_memory))
@@ -58,6 +65,11 @@ def check_estimate(sc: Scenario, max_memory: str | None) -> None:
 def run_one(sc: Scenario, out: Path, csv: bool, target: OutputDir) -> tuple[object, dict[str, Path]]:
     """Simulate ``sc`` with a progress bar and write its frames, trace and plots into ``out`` (a
     directory inside ``target``'s staging); prints what the trace leaves out and a kept NaN."""
+    import numpy as np
+
+    from cgdr_des.results.export import write_files
+    from cgdr_des.results.progress import ProgressBar
+
     # overflow is diagnosed from the outputs (numerics/finite.py), not as numpy warnings on stderr
     with ProgressBar(f"{sc.name}") as bar, np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         result = _simulate()(sc, progress=bar)

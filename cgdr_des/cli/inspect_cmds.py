@@ -1,4 +1,8 @@
-"""``cgdr-des validate``, ``schema`` and ``plot``: commands that look at files without simulating."""
+"""``cgdr-des validate``, ``schema`` and ``plot``: commands that look at files without simulating.
+
+The scenario model (pydantic, numpy) is imported when a command runs, not when the CLI loads; the
+writers (pandas, pyarrow, matplotlib) only by ``plot``.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,13 @@ import click
 from cgdr_des.cli import common
 from cgdr_des.cli.app import main
 from cgdr_des.errors import InputError
-from cgdr_des.scenario import Scenario, load_scenario, validate_tiling
+
+
+def load_scenario(path: str):
+    """:func:`cgdr_des.scenario.load_scenario`, imported on first call (tests replace this name)."""
+    from cgdr_des.scenario import load_scenario as load
+
+    return load(path)
 
 
 @main.command()
@@ -19,6 +29,8 @@ from cgdr_des.scenario import Scenario, load_scenario, validate_tiling
 def validate(scenario: str, max_memory: str | None) -> None:
     """Check SCENARIO without simulating: fields, bounds, lengths, host tiling, the diagnostics the
     tiling alone reveals, and the memory/time estimate."""
+    from cgdr_des.scenario import validate_tiling
+
     sc = load_scenario(scenario)
     lengths = sc.lengths()
     click.echo(f"ok: {sc.name} ({sc.scenario_hash()}): {lengths.size} sequences, "
@@ -34,6 +46,8 @@ def validate(scenario: str, max_memory: str | None) -> None:
 @main.command()
 def schema() -> None:
     """Print the JSON schema of scenario files."""
+    from cgdr_des.scenario import Scenario
+
     click.echo(json.dumps(Scenario.model_json_schema(), indent=2))
 
 

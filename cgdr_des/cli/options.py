@@ -7,12 +7,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from cgdr_des.overrides import apply_overrides, parse_set
-from cgdr_des.scenario import Scenario, load_scenario
+if TYPE_CHECKING:
+    from cgdr_des.scenario import Scenario
 
 
 def override_options(command: Callable) -> Callable:
@@ -28,6 +28,8 @@ def override_options(command: Callable) -> Callable:
 
 def overrides_from(sets: tuple[str, ...] | list[str], seed: int | None) -> list[tuple[str, Any]]:
     """The ``(dotted path, value)`` pairs that ``--set`` and ``--seed`` ask for, in order."""
+    from cgdr_des.overrides import parse_set  # the scenario model (pydantic, numpy): only when a command runs
+
     pairs = [parse_set(text) for text in sets]
     if seed is not None:
         pairs.append(("workload.seed", seed))
@@ -36,4 +38,7 @@ def overrides_from(sets: tuple[str, ...] | list[str], seed: int | None) -> list[
 
 def load_with_overrides(path: str, sets: tuple[str, ...] | list[str], seed: int | None) -> Scenario:
     """Load the scenario file at ``path`` and apply ``--set``/``--seed`` (InputError naming the path)."""
+    from cgdr_des.overrides import apply_overrides
+    from cgdr_des.scenario import load_scenario
+
     return apply_overrides(load_scenario(path), overrides_from(sets, seed))

@@ -9,9 +9,7 @@ import click
 from cgdr_des.cli import common
 from cgdr_des.cli.app import main
 from cgdr_des.errors import InputError
-from cgdr_des.results.progress import ProgressBar
-from cgdr_des.scenario import load_scenario
-from cgdr_des.timing.sensitivity import DEFAULT_SAMPLES, DEFAULT_SEED
+from cgdr_des.timing import DEFAULT_SAMPLES, DEFAULT_SEED  # the package, not .sensitivity: no pandas at --help
 
 TOP_LINES = 10
 
@@ -28,6 +26,7 @@ def parse_fields(text: str | None) -> list[str] | None:
 
 def sensitivity_of(sc, fields, samples: int, seed: int):
     """Run the study with a progress bar."""
+    from cgdr_des.results.progress import ProgressBar
     from cgdr_des.timing.sensitivity import run_sensitivity
 
     if samples < 0:
@@ -47,6 +46,7 @@ def sensitivity_of(sc, fields, samples: int, seed: int):
 def sensitivity(scenario: str, out: Path, fields: str | None, samples: int, seed: int) -> None:
     """Perturb each ranged profile field of SCENARIO alone (both ends), then all jointly; write the
     makespan interval, a tornado plot and one row per simulated point (phase fidelity, numerics off)."""
+    from cgdr_des.scenario import load_scenario
     from cgdr_des.timing.sensitivity import interval_line, write_sensitivity
     from cgdr_des.timing.tornado import tornado_table
 

@@ -15,11 +15,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from cgdr_des.timing import DEFAULT_SAMPLES, DEFAULT_SEED
 from cgdr_des.timing.evaluate import Evaluator
 from cgdr_des.timing.space import latin_hypercube, nominal, one_at_a_time, select
-
-DEFAULT_SAMPLES = 32
-DEFAULT_SEED = 0
 
 
 @dataclass(frozen=True)

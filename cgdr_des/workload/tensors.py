@@ -29,6 +29,7 @@ L2_EPS = 1e-6
 BETA_MODES = ("sigmoid", "zero")
 STATE_MODES = ("randn", "zeros")
 DTYPES = (np.float16, np.float32, np.float64)
+INT32_MAX = int(np.iinfo(np.int32).max)
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,8 @@ def _check(lengths, dims: dict[str, int], beta: str, initial_state: str, dtype) 
     arr = np.asarray(lengths)
     if arr.ndim != 1 or arr.size == 0 or not np.issubdtype(arr.dtype, np.integer) or np.any(arr < 0):
         raise InputError("lengths", lengths, "a non-empty 1-D list of integers >= 0")
+    if int(arr.max()) > INT32_MAX:  # the kernel reads lengths as int32: a cast would wrap silently
+        raise InputError("lengths", int(arr.max()), f"each length must fit int32 (<= {INT32_MAX})")
     for name, value in dims.items():
         if not isinstance(value, int | np.integer) or value < 1:
             raise InputError(name, value, "a positive integer")
@@ -79,7 +82,23 @@ def draw_g(t: int, nv: int, seed: int = 0) -> np.ndarray:
 
 def make_inputs(lengths, nk: int, nv: int, dk: int, dv: int, seed: int = 0, has_gamma: bool = True,
                 beta: str = "sigmoid", initial_state: str = "randn", dtype=np.float16) -> KernelInputs:
-    """Draw one launch's inputs for sequences of ``lengths`` tokens (T = sum(lengths))."""
+    """Draw one launch's inputs for sequences of ``lengths`` tokens (T = sum(lengths), B = len(lengths)),
+    exactly as a scenario with the same shape, ``[workload] seed`` and ``[workload.tensors]`` draws them
+    (the module docstring says how), so ``cgdr_des.chunk_gated_delta_rule(**x.kwargs())`` sees a
+    scenario's numbers. Public as ``cgdr_des.make_inputs``.
+
+    Arguments: ``lengths`` any 1-D integers >= 0 that fit int32 (a list or an integer array);
+    ``nk``/``nv`` the query-key and value heads (Nv a multiple of Nk for the op); ``dk``/``dv`` the head
+    dims; ``seed`` an integer >= 0; ``has_gamma`` False gives ``g=None`` (no decay); ``beta`` "sigmoid"
+    or "zero"; ``initial_state`` "randn" or "zeros"; ``dtype`` of the fp16 tensors (float16, the
+    kernel's; float32/float64 for reference maths).
+
+    Returns a :class:`KernelInputs` in the op's layouts and dtypes:
+    ``query``, ``key`` ``[T, Nk, Dk]`` ``dtype`` (L2-normalised per token and head); ``value``
+    ``[T, Nv, Dv]`` ``dtype``; ``beta`` ``[T, Nv]`` ``dtype``; ``initial_state`` ``[B, Nv, Dv, Dk]``
+    ``dtype`` (value dim first); ``actual_seq_lengths`` ``[B]`` int32; ``g`` ``[T, Nv]`` float32 (<= 0)
+    or None; ``scale_value`` a float, 1/sqrt(Dk). Tokens of all sequences are packed along T in order.
+    """
     lens = _check(lengths, {"nk": nk, "nv": nv, "dk": dk, "dv": dv}, beta, initial_state, dtype)
     t, batch = int(lens.sum()), lens.size
     rng = np.random.default_rng(seed)
