@@ -146,7 +146,7 @@ def test_a_failure_inside_the_block_leaves_nothing_and_releases_the_lock(tmp_pat
 def test_a_second_writer_is_refused_while_the_first_holds_the_lock(tmp_path):
     out = tmp_path / "o"
     with od.OutputDir(out):
-        with pytest.raises(InputError, match="no other cgdr-des run") as info, od.OutputDir(out, field="F"):
+        with pytest.raises(InputError, match="no other cgdr-des command") as info, od.OutputDir(out, field="F"):
             pass
         assert info.value.field == "F"
 

@@ -35,7 +35,7 @@ def tail(scenario: str, out: Path, batches: int | None, policies: tuple[str, ...
 
     sc = load_with_overrides(scenario, sets, seed)
     names = [p.strip() for arg in policies for p in arg.split(",") if p.strip()] or None
-    target = common.output_dir(out, force)
+    target = common.output_dir(out, force, "tail")
     with target as staging:  # checked and locked before the study starts; files appear whole or not at all
         with warnings.catch_warnings(record=True) as caught, ProgressBar(f"{sc.name} tail study") as bar:
             warnings.simplefilter("always")
