@@ -341,7 +341,8 @@ def _read(name_or_path: str | Path) -> tuple[str, str]:
     path = Path(name_or_path)
     if path.suffix == ".toml" and path.is_file():
         return path.read_text(encoding="utf-8"), str(path)
-    raise InputError("hardware.profile", text_name,
+    shown = text_name if len(text_name) <= 40 else text_name[:39] + "…"  # a path: never echoed whole
+    raise InputError("hardware.profile", shown,
                      f"one of {', '.join(list_profiles())} or a path to a .toml profile file")
 
 
