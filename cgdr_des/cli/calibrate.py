@@ -26,11 +26,12 @@ def calibrate(measurements: str, fields: str, out: Path, no_loo: bool, force: bo
     residuals and a leave-one-out error per point."""
     from cgdr_des.timing.calibrate import build_problem
     from cgdr_des.timing.calibrate import calibrate as fit
-    from cgdr_des.timing.measurements import read_measurements
+    from cgdr_des.timing.measurements import check_scenario_files, read_measurements
     from cgdr_des.timing.profile_toml import dump_profile, fitted_profile_doc
 
     names = parse_fields(fields)
     ms = read_measurements(measurements)
+    check_scenario_files(ms)
     problem = build_problem(ms, names, load_scenario)
     target = common.output_dir(out, force, "calibrate")
     with target as staging:  # checked and locked before the fit; the three files appear whole or not at all

@@ -10,7 +10,7 @@ import click
 from cgdr_des.cli import common
 from cgdr_des.cli.app import main
 from cgdr_des.errors import InputError
-from cgdr_des.timing.measurements import shown
+from cgdr_des.scenario.messages import cut as shown
 
 DEFAULT_CSV = "published_310p.csv"
 
@@ -37,6 +37,7 @@ def measured(measurements: Path, out: Path, hypotheses: str, force: bool) -> Non
     predictions: nominal and a range from the profile's fast and slow corners plus the ranged host
     overhead; then say which hypothesis the measurements are consistent with."""
     from cgdr_des.results.measured import HYPOTHESES, compare_measured, verdicts
+    from cgdr_des.timing.measurements import check_scenario_files, read_measurements
 
     known = {h.name: h for h in HYPOTHESES}
     chosen = [s.strip() for s in hypotheses.split(",") if s.strip()]
@@ -44,6 +45,7 @@ def measured(measurements: Path, out: Path, hypotheses: str, force: bool) -> Non
         if name not in known:
             raise InputError("--hypotheses", shown(name), f"one of {', '.join(known)}")
     csv = _csv_of(measurements)
+    check_scenario_files(read_measurements(csv))  # every row readable, before anything runs
     target = common.output_dir(out, force, "measured")
     with target as staging:  # checked and locked before anything runs; both files appear or neither
         df = compare_measured(csv, [known[n] for n in chosen], progress=lambda s: click.echo(f"running    {s}"))

@@ -94,8 +94,6 @@ def read_measurements(path: str | Path) -> list[Measurement]:
         scenario = str(row.get("scenario", "")).strip()
         if not scenario:
             raise InputError(f"{where}.scenario", Shown("nothing"), "a scenario file, relative to the CSV")
-        if not (path.parent / scenario).is_file():
-            raise InputError(f"{where}.scenario", shown(scenario), "an existing scenario file, relative to the CSV")
         cell = str(row.get("latency_us", "")).strip()
         prof = str(row.get("msprof_csv", "")).strip()
         lat = msprof_latency(path.parent / prof) if prof else _latency(cell)
@@ -106,3 +104,11 @@ def read_measurements(path: str | Path) -> list[Measurement]:
     if not out:
         raise InputError("measurements", shown(path), "at least one row")
     return out
+
+
+def check_scenario_files(measurements: list[Measurement]) -> None:
+    """Every row's scenario file exists (checked before anything runs; the error quotes the cell cut)."""
+    for i, m in enumerate(measurements):
+        if not m.scenario.is_file():
+            raise InputError(f"measurements row {i + 2}.scenario", shown(m.scenario.name),
+                             "an existing scenario file, relative to the CSV's folder")
