@@ -10,8 +10,8 @@ from cgdr_des.cli import common
 from cgdr_des.cli.app import main
 from cgdr_des.errors import InputError
 from cgdr_des.results.progress import ProgressBar
-from cgdr_des.scenario import MAX_SEED, load_scenario
-from cgdr_des.scenario.bounds import MAX_SAMPLES
+from cgdr_des.scenario import load_scenario
+from cgdr_des.scenario.bounds import MAX_SAMPLES, check_seed
 from cgdr_des.timing.sensitivity import DEFAULT_SAMPLES, DEFAULT_SEED
 
 TOP_LINES = 10
@@ -31,8 +31,7 @@ def check_samples(samples: int, seed: int) -> None:
     """``--samples`` and ``--seed`` within their bounds (docs/reliability.md), before any work."""
     if not 0 <= samples <= MAX_SAMPLES:
         raise InputError("--samples", samples, f"an integer in [0, {MAX_SAMPLES:,}] (each sample is one simulation)")
-    if not 0 <= seed <= MAX_SEED:
-        raise InputError("--seed", seed, f"an integer in [0, {MAX_SEED}]")
+    check_seed("--seed", seed)
 
 
 def sensitivity_of(sc, fields, samples: int, seed: int):

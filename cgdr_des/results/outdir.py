@@ -152,9 +152,9 @@ class Redraw(OutputDir):
         super().__init__(out, force=True, field=field, command=command)
 
     def _check_target(self) -> None:
-        if self.out.is_symlink() or not self.out.is_dir():
-            raise InputError(self.field, str(self.out), f"a directory written by 'cgdr-des {self.command}'")
-        super()._check_target()
+        if os.path.lexists(self.out) or not try_recover(self.out):  # a swap that died: the old output back
+            if self.out.is_symlink() or not self.out.is_dir() or output_owner(self.out) not in (ANY, self.command):
+                raise InputError(self.field, str(self.out), f"a directory written by 'cgdr-des {self.command}'")
 
     def _fill(self, staging: Path) -> None:
         files = check_complete(self.out, self.field)
@@ -307,16 +307,16 @@ def recover(out: Path) -> bool:
     return False
 
 
-def try_recover(out: Path) -> None:
+def try_recover(out: Path) -> bool:
     """A reader's :func:`recover`: only when no writer holds the lock, and never an error of its own."""
     try:
         fd = _lock(lock_path(out), "", out)
     except (InputError, OSError):
-        return  # a writer is at work (it restores or swaps itself), or nothing can be written here
+        return False  # a writer is at work (it restores or swaps itself), or nothing can be written here
     try:
-        recover(out)
+        return recover(out)
     except OSError:
-        pass
+        return False
     finally:
         os.close(fd)
 
