@@ -20,7 +20,7 @@ def _csv_of(path: Path) -> Path:
     if path.is_dir():
         path = path / DEFAULT_CSV
     if not path.is_file():
-        raise InputError("MEASUREMENTS", shown(str(path)), f"a measurements CSV or a directory with {DEFAULT_CSV}")
+        raise InputError("MEASUREMENTS", str(path), f"a measurements CSV or a directory with {DEFAULT_CSV}")
     return path
 
 

@@ -17,7 +17,7 @@ import click
 from cgdr_des.cli.app import main
 from cgdr_des.cli.options import override_options, overrides_from
 from cgdr_des.errors import InputError
-from cgdr_des.scenario.bounds import MAX_WORKERS, check_count, check_seed
+from cgdr_des.scenario.bounds import MAX_WORKERS, check_count
 from cgdr_des.scenario.messages import cut
 
 #: a Dask scheduler address: scheme://host[:port]
@@ -49,7 +49,7 @@ def sweep(ctx: click.Context, sweep_file: str | None, out: Path | None, workers:
         return
     if sweep_file is None:
         raise InputError("SWEEP", "nothing", "a sweep file (or --status DIR)")
-    _check_options(workers, scheduler, seed)
+    _check_options(workers, scheduler)  # --seed is the sweep file's seed: checked with it
     spec = load_sweep(sweep_file, overrides=overrides_from(sets, None), seed=seed)
     if dry_run:
         _print_points(spec, out)
@@ -81,12 +81,10 @@ def _run(spec, out: Path, workers: int | None, scheduler: str | None, force: boo
     return report
 
 
-def _check_options(workers: int | None, scheduler: str | None, seed: int | None) -> None:
+def _check_options(workers: int | None, scheduler: str | None) -> None:
     """The flags within their bounds before the sweep file is even read (docs/reliability.md)."""
     if workers is not None:
         check_count("--workers", workers, 0, MAX_WORKERS, "0 runs the points in this process")
-    if seed is not None:
-        check_seed("--seed", seed)
     if scheduler is not None and scheduler != "local-dask" and not SCHEDULER.match(scheduler):
         raise InputError("--scheduler", cut(scheduler), "local-dask, or a Dask scheduler address such as "
                          "tcp://HOST:8786")

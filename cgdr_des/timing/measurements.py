@@ -38,14 +38,16 @@ def shown(value) -> Shown:
     return cut(value)
 
 
-def _read_csv(path: Path, field: str) -> pd.DataFrame:
+def _read_csv(path: Path, field: str, quoted: object) -> pd.DataFrame:
+    """``quoted``: how an error shows the file (the path typed on the command line whole, a path
+    written in a cell cut)."""
     if not path.is_file():
-        raise InputError(field, shown(path), "an existing CSV file")
+        raise InputError(field, quoted, "an existing CSV file")
     try:
         return pd.read_csv(path, skipinitialspace=True, dtype=str, keep_default_na=False)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as exc:
         reason = f"byte {exc.start} is not UTF-8" if isinstance(exc, UnicodeDecodeError) else str(exc)[:60]
-        raise InputError(field, shown(path), f"a readable CSV ({reason})") from None
+        raise InputError(field, quoted, f"a readable CSV ({reason})") from None
 
 
 def _latency(text: str) -> float | None:
@@ -57,12 +59,13 @@ def _latency(text: str) -> float | None:
     return value if math.isfinite(value) and value > 0 else None
 
 
-def msprof_latency(path: Path) -> float:
+def msprof_latency(path: Path, cell: str | None = None) -> float:
     """Median ``Task Duration(us)`` of the chunk_gated_delta_rule rows of an msprof op summary
-    (every row when no op column names it)."""
-    df = _read_csv(path, "msprof_csv")
+    (every row when no op column names it); ``cell`` is how the measurements CSV named it."""
+    quoted = shown(cell if cell is not None else path.name)
+    df = _read_csv(path, "msprof_csv", quoted)
     if MSPROF_DURATION not in df.columns:
-        raise InputError("msprof_csv", shown(path), f"an msprof op summary with a {MSPROF_DURATION!r} column")
+        raise InputError("msprof_csv", quoted, f"an msprof op summary with a {MSPROF_DURATION!r} column")
     rows = df
     for col in MSPROF_OP_COLUMNS:
         if col in df.columns:
@@ -81,11 +84,11 @@ def read_measurements(path: str | Path) -> list[Measurement]:
     """The measurements of a CSV (see the module docstring); every problem is an InputError that quotes
     at most the offending cell, cut to ~40 characters."""
     path = Path(path)
-    df = _read_csv(path, "measurements")
+    df = _read_csv(path, "measurements", str(path))
     columns = [str(c).strip() for c in df.columns]
     df.columns = columns
     if "scenario" not in columns or not ({"latency_us", "msprof_csv"} & set(columns)):
-        raise InputError("measurements", shown(path), "a CSV with columns scenario and latency_us (or msprof_csv)")
+        raise InputError("measurements", str(path), "a CSV with columns scenario and latency_us (or msprof_csv)")
     if len(df) > MAX_ROWS:
         raise InputError("measurements", Shown(f"{len(df)} rows"), f"at most {MAX_ROWS} rows (one simulation each)")
     out = []
@@ -96,13 +99,13 @@ def read_measurements(path: str | Path) -> list[Measurement]:
             raise InputError(f"{where}.scenario", Shown("nothing"), "a scenario file, relative to the CSV")
         cell = str(row.get("latency_us", "")).strip()
         prof = str(row.get("msprof_csv", "")).strip()
-        lat = msprof_latency(path.parent / prof) if prof else _latency(cell)
+        lat = msprof_latency(path.parent / prof, prof) if prof else _latency(cell)
         if lat is None:
             raise InputError(f"{where}.latency_us", shown(cell) if cell else Shown("nothing"),
                              "a finite latency in µs > 0 (or an msprof_csv)")
         out.append(Measurement(path.parent / scenario, lat))
     if not out:
-        raise InputError("measurements", shown(path), "at least one row")
+        raise InputError("measurements", str(path), "at least one row")
     return out
 
 
