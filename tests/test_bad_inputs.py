@@ -302,7 +302,7 @@ def test_csv_of_a_system_file_is_not_echoed(tmp_path):
     text = "root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n"
     (tmp_path / "passwd").write_text(text, encoding="utf-8")
     line = assert_refused(*invoke("validate", write(tmp_path, _csv_doc("passwd"))), "workload.lengths_csv")
-    assert "daemon" not in line and "nologin" not in line and "data row 1" in line
+    assert "daemon" not in line and "nologin" not in line and "row 1:" in line
 
 
 # ---------------------------------------------------------------- CLI flags
