@@ -65,13 +65,14 @@ def sweep(ctx: click.Context, sweep_file: str | None, out: Path | None, workers:
 
 def _run(spec, out: Path, workers: int | None, scheduler: str | None, force: bool, max_points: int | None):
     from cgdr_des.cli.common import output_dir
-    from cgdr_des.sweep import make_executor, run_sweep
+    from cgdr_des.sweep import expand, make_executor, run_sweep
 
+    points = expand(spec, whole=True)  # every point validated before --out is touched
     workers = _default_workers() if workers is None else workers
     target = output_dir(out, force, "sweep", in_place=True)  # points are stored in place: a killed sweep resumes
     with target, target.writing(), make_executor(scheduler, workers) as executor, \
             SweepProgress(spec.name) as bar:
-        report = run_sweep(spec, out, executor, force=force, max_points=max_points, progress=bar)
+        report = run_sweep(spec, out, executor, force=force, max_points=max_points, progress=bar, points=points)
     s = report.status
     click.echo(f"sweep      {spec.name}: {_total(s)} points, {report.ran} run now, {report.skipped} already "
                f"stored ({executor.name})")

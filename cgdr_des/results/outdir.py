@@ -63,6 +63,7 @@ class OutputDir:
                  in_place: bool = False):
         self.out, self.force, self.field, self.command = Path(out), force, field, command
         self.in_place = in_place
+        self._made = False  # in place: whether this run created ``out`` (removed again if left empty)
         self._lock_fd: int | None = None
         self.staging: Path | None = None
 
@@ -79,6 +80,7 @@ class OutputDir:
             _remove_leftovers(parent, self.out.name)
             with os_errors(self.field, self.out, "a writable directory"):
                 if self.in_place:
+                    self._made = not self.out.exists()
                     self.out.mkdir(exist_ok=True)
                     self.staging = self.out
                 else:
@@ -112,6 +114,8 @@ class OutputDir:
         try:
             if self.staging is not None and not self.in_place and os.path.lexists(self.staging):
                 shutil.rmtree(self.staging, ignore_errors=True)
+            if self._made and self.out.is_dir() and not any(self.out.iterdir()):
+                self.out.rmdir()  # refused or failed before storing anything: leave no empty directory
         finally:
             self._unlock()
 

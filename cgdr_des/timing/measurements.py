@@ -38,10 +38,18 @@ def shown(value) -> Shown:
     return cut(value)
 
 
+def is_file(path: Path) -> bool:
+    """``path.is_file()``, False for a path the system refuses (a name past NAME_MAX, say)."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
 def _read_csv(path: Path, field: str, quoted: object) -> pd.DataFrame:
     """``quoted``: how an error shows the file (the path typed on the command line whole, a path
     written in a cell cut)."""
-    if not path.is_file():
+    if not is_file(path):
         raise InputError(field, quoted, "an existing CSV file")
     try:
         return pd.read_csv(path, skipinitialspace=True, dtype=str, keep_default_na=False)
@@ -112,6 +120,6 @@ def read_measurements(path: str | Path) -> list[Measurement]:
 def check_scenario_files(measurements: list[Measurement]) -> None:
     """Every row's scenario file exists (checked before anything runs; the error quotes the cell cut)."""
     for i, m in enumerate(measurements):
-        if not m.scenario.is_file():
+        if not is_file(m.scenario):
             raise InputError(f"measurements row {i + 2}.scenario", shown(m.scenario.name),
                              "an existing scenario file, relative to the CSV's folder")
