@@ -117,7 +117,11 @@ def _check_scale(scale_value) -> None:
 
     if isinstance(scale_value, bool) or not isinstance(scale_value, int | float | np.floating | np.integer):
         raise InputError("scale_value", type(scale_value).__name__, "must be a real number")
-    if not np.isfinite(scale_value) or abs(float(scale_value)) > MAX_SCALE:
+    try:  # float() first: np.isfinite refuses a Python int past int64 (2**70) with a TypeError
+        magnitude = abs(float(scale_value))
+    except OverflowError:  # a Python int past float's range (10**400)
+        magnitude = float("inf")
+    if not np.isfinite(magnitude) or magnitude > MAX_SCALE:
         raise InputError("scale_value", scale_value, f"must be finite with |scale_value| <= {MAX_SCALE:g}")
 
 

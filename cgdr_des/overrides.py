@@ -17,12 +17,12 @@ same one-line ``InputError`` naming the dotted path. Two rules make single-field
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from cgdr_des.errors import InputError
 from cgdr_des.scenario import Scenario
+from cgdr_des.scenario.toml_read import parse_toml
 
 _PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*(\.[A-Za-z_][A-Za-z0-9_-]*)*$")
 _SOURCES = ("lengths", "distribution", "lengths_csv")
@@ -32,12 +32,17 @@ _STRUCTURED = ("[", "{", '"', "'")
 def parse_value(path: str, text: str) -> Any:
     """``text`` read as a TOML value; a bare word that is not TOML is the string itself."""
     try:
-        return tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError as exc:
+        return parse_toml(f"v = {text}", path, text, "a TOML value")["v"]
+    except InputError:
         stripped = text.strip()
-        if not stripped or stripped.startswith(_STRUCTURED) or "\n" in stripped:
-            raise InputError(path, text, f"a TOML value ({exc})") from None
+        if not stripped or stripped.startswith(_STRUCTURED) or "\n" in stripped or _looks_numeric(stripped):
+            raise
         return stripped
+
+
+def _looks_numeric(text: str) -> bool:
+    """A number TOML refused (a 5 000-digit integer) is an error, not the string of its digits."""
+    return text.lstrip("+-")[:1].isdigit()
 
 
 def check_path(path: str, field: str = "--set") -> str:

@@ -259,6 +259,12 @@ CSV_CASES = {
     "empty file": (b"", "workload.lengths_csv"),
     "only a header": (b"length\n", "workload.lengths_csv"),
     "a float length": (b"length\n8.5\n", "workload.lengths_csv"),
+    # a first row that is a typo, not a header: refused as row 1, never skipped
+    "first row 1.5": (b"1.5\n8\n3\n", "workload.lengths_csv: got l.csv row 1: '1.5'"),
+    "first row -": (b"-\n8\n3\n", "workload.lengths_csv: got l.csv row 1: '-'"),
+    "first row x8": (b"x8\n8\n3\n", "workload.lengths_csv: got l.csv row 1: a 2-character"),
+    "unterminated quote": (b'8\n"3\n', "workload.lengths_csv"),
+    "two columns, a header without length": (b"a,b\n1,2\n", "workload.lengths_csv"),
 }
 
 
@@ -267,6 +273,20 @@ def test_bad_lengths_csv(tmp_path, case):
     data, prefix = CSV_CASES[case]
     (tmp_path / "l.csv").write_bytes(data)
     assert_refused(*invoke("validate", write(tmp_path, _csv_doc("l.csv"))), prefix)
+
+
+@pytest.mark.parametrize(("data", "lengths"), [
+    (b"\xef\xbb\xbf8\n3\n", [8, 3]),             # a BOM before a bare value
+    (b"\xef\xbb\xbflength\n8\n3\n", [8, 3]),     # and before a header
+    (b"tokens\n8\n3\n", [8, 3]),                  # a header is a word
+    (b"8\n3\n", [8, 3]),                           # no header: every row is data
+    (b"id,length\n1,8\n\n2,3\n", [8, 3]),        # a blank line is no row
+])
+def test_csv_header_rule_never_drops_a_data_row(tmp_path, data, lengths):
+    from cgdr_des.scenario import load_scenario
+
+    (tmp_path / "l.csv").write_bytes(data)
+    assert load_scenario(write(tmp_path, _csv_doc("l.csv"))).lengths().tolist() == lengths
 
 
 def test_csv_missing_file(tmp_path):
@@ -302,7 +322,7 @@ def test_csv_of_a_system_file_is_not_echoed(tmp_path):
     text = "root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n"
     (tmp_path / "passwd").write_text(text, encoding="utf-8")
     line = assert_refused(*invoke("validate", write(tmp_path, _csv_doc("passwd"))), "workload.lengths_csv")
-    assert "daemon" not in line and "nologin" not in line and "data row 1" in line
+    assert "daemon" not in line and "nologin" not in line and "row 1:" in line
 
 
 # ---------------------------------------------------------------- CLI flags
@@ -433,6 +453,8 @@ OP_CASES = {
     "scale 1e6": (lambda: _with(scale_value=1e6), "scale_value"),
     "scale inf": (lambda: _with(scale_value=float("inf")), "scale_value"),
     "scale as a bool": (lambda: _with(scale_value=True), "scale_value"),
+    "scale 2**70 (a Python int past int64)": (lambda: _with(scale_value=2**70), "scale_value"),
+    "scale 10**400 (past float's range)": (lambda: _with(scale_value=10**400), "scale_value"),
     "query fp32": (lambda: _with(query=_inputs()["query"].astype(np.float32)), "query.dtype"),
     "query a list": (lambda: _with(query=[[1.0]]), "query"),
     "value with a NaN": (lambda: _with(value=np.full_like(_inputs()["value"], np.nan)), "value"),

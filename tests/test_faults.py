@@ -187,7 +187,7 @@ def test_a_second_run_into_the_same_out_is_refused_while_the_first_runs(tmp_path
     first = start_slow_run(sc, out)
     try:
         line = one_line(invoke("run", sc, "--out", out), 2, "error: --out")
-        assert "no other cgdr-des run" in line
+        assert "no other cgdr-des command" in line
     finally:
         kill(first)
     assert invoke("run", sc, "--out", out).exit_code == 0

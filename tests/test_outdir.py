@@ -11,6 +11,7 @@ import errno
 import hashlib
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -146,7 +147,7 @@ def test_a_failure_inside_the_block_leaves_nothing_and_releases_the_lock(tmp_pat
 def test_a_second_writer_is_refused_while_the_first_holds_the_lock(tmp_path):
     out = tmp_path / "o"
     with od.OutputDir(out):
-        with pytest.raises(InputError, match="no other cgdr-des run") as info, od.OutputDir(out, field="F"):
+        with pytest.raises(InputError, match="no other cgdr-des command") as info, od.OutputDir(out, field="F"):
             pass
         assert info.value.field == "F"
 
@@ -245,3 +246,197 @@ def test_os_errors_pass_other_exceptions_and_input_errors_through():
     assert info.value is mine
     with od.os_errors("--out", Path("o"), "room"):
         pass  # no error: nothing raised
+
+
+# ---------------------------------------------------------------- one rule for every command
+
+
+def test_the_manifest_records_the_writing_command(tmp_path):
+    with od.OutputDir(tmp_path / "o", command="calibrate") as staging:
+        fill(staging, {"fit.json": b"{}"})
+    assert json.loads((tmp_path / "o" / od.MANIFEST).read_text(encoding="utf-8"))["command"] == "calibrate"
+    assert od.output_owner(tmp_path / "o") == "calibrate"
+
+
+@pytest.mark.parametrize("force", [False, True])
+def test_another_commands_output_is_refused_even_with_force(tmp_path, force):
+    out = tmp_path / "o"
+    with od.OutputDir(out, command="run") as staging:
+        fill(staging, {"meta.json": b"{}"})
+    before = sorted(str(p) for p in tmp_path.rglob("*"))
+    with pytest.raises(InputError, match="it holds a 'run' output, which --force does not replace") as info, \
+            od.OutputDir(out, force=force, command="sensitivity"):
+        pass
+    assert str(info.value).count("\n") == 0
+    assert sorted(str(p) for p in tmp_path.rglob("*")) == before
+    assert set(od.check_complete(out)) == {"meta.json"}
+
+
+def test_a_sweep_directory_belongs_to_sweep(tmp_path):
+    out = tmp_path / "o"
+    fill(out, {"sweep.json": b"{}", "manifest/point=0.json": b"{}"})
+    assert od.output_owner(out) == "sweep"
+    with pytest.raises(InputError, match="'sweep' output"), od.OutputDir(out, force=True, command="run"):
+        pass
+    with od.OutputDir(out, command="sweep", in_place=True) as here:  # in place: no --force, no staging
+        assert here == out
+        (here / "more.json").write_text("{}", encoding="utf-8")
+    assert sorted(p.name for p in out.iterdir()) == ["manifest", "more.json", "sweep.json"]
+
+
+def test_an_output_from_before_commands_were_recorded_is_any_commands(tmp_path):
+    out = tmp_path / "o"
+    fill(out, {"x.csv": b"1"})
+    (out / od.MANIFEST).write_text(json.dumps({"tool": od.TOOL, "files": {}}), encoding="utf-8")
+    assert od.output_owner(out) == od.ANY
+    with od.OutputDir(out, force=True, command="tail") as staging:
+        fill(staging, {"y.csv": b"2"})
+    assert od.output_owner(out) == "tail"
+
+
+# ---------------------------------------------------------------- the swap, interrupted at every instant
+
+OLD, NEW = {"which.txt": b"old", "deep/a.csv": b"1,2\n"}, {"which.txt": b"new", "b.csv": b"3\n"}
+
+
+class Interrupt(BaseException):
+    """Stands for a KeyboardInterrupt (a BaseException) landing between two file-system calls."""
+
+
+def state(out: Path) -> str:
+    """What a reader finds at ``out``: "old" or "new" (complete, after a reader's recovery), or why not."""
+    try:
+        od.check_complete(out)
+    except InputError as exc:
+        return f"unreadable: {exc}"
+    return (out / "which.txt").read_text(encoding="utf-8")
+
+
+def interrupt_at(k: int, monkeypatch, snapshot_to: Path, work: Path) -> list[str]:
+    """Patch every file-system step of outdir to raise :class:`Interrupt` at the ``k``-th call, after
+    copying ``work`` to ``snapshot_to``: the copy is the disk as a SIGKILL at that instant leaves it."""
+    calls = []
+
+    def wrap(owner, name):
+        real = getattr(owner, name)
+
+        def step(*args, **kwargs):
+            calls.append(name)
+            if len(calls) == k:
+                shutil.copytree(work, snapshot_to, symlinks=True)
+                raise Interrupt(f"at call {k}: {name}")
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(owner, name, step)
+
+    for owner, name in [(os, "rename"), (os, "replace"), (os, "link"), (shutil, "rmtree"), (od, "exchange"),
+                        (od, "write_manifest")]:
+        wrap(owner, name)
+    return calls
+
+
+@pytest.mark.parametrize("mode", ["exchange", "fallback"])
+def test_a_replacement_interrupted_at_every_step_leaves_the_old_output_or_the_new(tmp_path, monkeypatch, mode):
+    """Interrupted (an exception unwinds) or killed (the disk as it was at that instant) before each
+    file-system call of a --force replacement in turn, ``out`` always reads as the old output or the
+    new one; the next writer leaves no leftovers."""
+    seen = {"interrupted": set(), "killed": set()}
+    for k in range(1, 60):
+        work = tmp_path / f"w{k}"
+        out = work / "o"
+        with od.OutputDir(out) as staging:
+            fill(staging, OLD)
+        with monkeypatch.context() as m:
+            if mode == "fallback":
+                m.setattr(od, "exchange", lambda a, b: False)
+            calls = interrupt_at(k, m, tmp_path / f"snap{k}", work)
+            try:
+                with od.OutputDir(out, force=True) as staging:
+                    fill(staging, NEW)
+            except Interrupt:
+                pass
+            else:
+                assert len(calls) < k
+                break
+        killed = tmp_path / f"snap{k}" / "o"
+        if mode == "exchange":  # one system call swaps them: not even a reader's recovery is needed
+            assert killed.is_dir(), f"out missing at call {k}"
+        for kind, where in (("interrupted", out), ("killed", killed)):
+            found = state(where)
+            assert found in ("old", "new"), f"{kind} at call {k} ({calls[-1]}): {found}"
+            seen[kind].add(found)
+        with od.OutputDir(out, force=True) as staging:  # the next writer cleans up after either
+            fill(staging, NEW)
+        assert siblings(work) == [".o.cgdr-lock", "o"] and state(out) == "new"
+    assert k > 4, "the loop never got past the first steps"
+    assert seen == {"interrupted": {"old", "new"}, "killed": {"old", "new"}}
+
+
+def test_a_reader_restores_an_output_left_aside_by_a_dead_swap(tmp_path):
+    out = tmp_path / "o"
+    with od.OutputDir(out) as staging:
+        fill(staging, OLD)
+    os.rename(out, tmp_path / ".o.cgdr-old")  # the fallback swap died between its two renames
+    assert state(out) == "old" and siblings(tmp_path) == [".o.cgdr-lock", "o"]
+
+
+def test_the_next_writer_restores_it_before_deciding(tmp_path):
+    out = tmp_path / "o"
+    with od.OutputDir(out) as staging:
+        fill(staging, OLD)
+    os.rename(out, tmp_path / ".o.cgdr-old")
+    with pytest.raises(InputError, match="--force"), od.OutputDir(out):  # restored: a previous output again
+        pass
+    assert state(out) == "old"
+
+
+# ---------------------------------------------------------------- plot's redraw: the same rule
+
+
+def test_redraw_replaces_the_plots_whole_and_shares_the_data_files(tmp_path):
+    out = tmp_path / "o"
+    with od.OutputDir(out) as staging:
+        fill(staging, {"frames.parquet": b"data", "p.png": b"old plot"})
+    inode = (out / "frames.parquet").stat().st_ino
+    with od.Redraw(out) as staging:
+        assert (staging / "p.png").read_bytes() == b"old plot"
+        (staging / "p.png").write_bytes(b"new plot")  # a copy: the old output's plot is untouched
+        assert (out / "p.png").read_bytes() == b"old plot"
+    assert (out / "p.png").read_bytes() == b"new plot" and set(od.check_complete(out)) == {"frames.parquet", "p.png"}
+    assert (out / "frames.parquet").stat().st_ino == inode  # linked, not copied
+    assert json.loads((out / od.MANIFEST).read_text(encoding="utf-8"))["files"]["p.png"]["bytes"] == 8
+    assert siblings(tmp_path) == [".o.cgdr-lock", "o"]
+
+
+def test_redraw_is_refused_while_a_writer_holds_the_lock(tmp_path):
+    out = tmp_path / "o"
+    with od.OutputDir(out) as staging:
+        fill(staging, {"p.png": b"old"})
+    with od.OutputDir(out, force=True) as staging:
+        fill(staging, {"p.png": b"new"})
+        with pytest.raises(InputError, match="no other cgdr-des command"), od.Redraw(out):
+            pass
+    assert (out / "p.png").read_bytes() == b"new"
+
+
+@pytest.mark.parametrize("make", [
+    lambda out: fill(out, {"thesis.tex": b"x"}),
+    lambda out: (fill(out, {"a": b"1"}), (out / od.MANIFEST).write_text(
+        json.dumps({"tool": od.TOOL, "command": "tail", "files": {}}), encoding="utf-8")),
+    lambda out: None,
+])
+def test_redraw_refuses_what_is_not_a_runs_output(tmp_path, make):
+    out = tmp_path / "o"
+    make(out)
+    with pytest.raises(InputError, match="a directory written by 'cgdr-des run'"), od.Redraw(out):
+        pass
+
+
+def test_a_failed_redraw_leaves_the_previous_plots(tmp_path):
+    out = tmp_path / "o"
+    with od.OutputDir(out) as staging:
+        fill(staging, {"p.png": b"old"})
+    with pytest.raises(KeyboardInterrupt), od.Redraw(out) as staging:
+        (staging / "p.png").write_bytes(b"half")
+        raise KeyboardInterrupt
+    assert (out / "p.png").read_bytes() == b"old" and siblings(tmp_path) == [".o.cgdr-lock", "o"]

@@ -123,6 +123,7 @@ def test_a_half_written_point_is_rewritten(tmp_path):
     part = out / "summary" / "point=0" / "part-0.parquet"
     part.parent.mkdir(parents=True)
     part.write_bytes(b"not parquet")
+    (out / "sweep.json").write_text("{}", encoding="utf-8")  # written before any point runs
     sweep(path, "--out", out, "--workers", 0)
     assert pq.read_table(part).num_rows == 1
     assert not list(out.rglob("*.tmp"))

@@ -239,7 +239,7 @@ def test_tail_command_writes_every_file(tmp_path):
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["--policy", "fifo"], "error: policy: got 'fifo'; one of greedy"),
-    (["--batches", "0"], "error: --batches: got 0; a positive integer"),
+    (["--batches", "0"], "error: --batches: got 0; an integer in [1, 1,000,000]"),
 ])
 def test_tail_command_bad_input_is_one_line_exit_2(tmp_path, argv, message):
     res = CliRunner().invoke(main, ["tail", "scenarios/tail_lognormal.toml", "--out", str(tmp_path), *argv])

@@ -18,30 +18,34 @@ from cgdr_des.cli.sensitivity import parse_fields
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="Directory for profile.toml, residuals.csv and fit.json.")
 @click.option("--no-loo", is_flag=True, help="Skip the leave-one-out refits.")
-def calibrate(measurements: str, fields: str, out: Path, no_loo: bool) -> None:
+@common.force_option
+def calibrate(measurements: str, fields: str, out: Path, no_loo: bool, force: bool) -> None:
     """Fit --fields within their ranges to the latencies in MEASUREMENTS (a CSV of scenario file ->
     latency_us, or -> msprof_csv); write the fitted profile (usable as [hardware] profile), the
     residuals and a leave-one-out error per point."""
     from cgdr_des.scenario import load_scenario
     from cgdr_des.timing.calibrate import build_problem
     from cgdr_des.timing.calibrate import calibrate as fit
-    from cgdr_des.timing.measurements import read_measurements
+    from cgdr_des.timing.measurements import check_scenario_files, read_measurements
     from cgdr_des.timing.profile_toml import dump_profile, fitted_profile_doc
 
     names = parse_fields(fields)
     ms = read_measurements(measurements)
+    check_scenario_files(ms)
     problem = build_problem(ms, names, load_scenario)
-    res = fit(problem, loo=not no_loo)
-    out = common.prepare_out(out)
-    ev = problem.evaluators[0]
-    note = f"cgdr-des calibrate {Path(measurements).name} ({len(ms)} points, fields {','.join(names)})"
-    doc = fitted_profile_doc(ev.scenario.profile_ref(), ev.profile, res.fitted, note)
-    (out / "profile.toml").write_text(dump_profile(doc), encoding="utf-8")
-    res.points.to_csv(out / "residuals.csv", index=False)
-    summary = {"fields": names, "nominal": res.nominal, "fitted": res.fitted, "loss": res.loss,
-               "evaluations": res.evaluations, "rms_residual_pct": res.rms_residual_pct,
-               "rms_loo_pct": None if no_loo else res.rms_loo_pct}
-    (out / "fit.json").write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
+    target = common.output_dir(out, force, "calibrate")
+    with target as staging:  # checked and locked before the fit; the three files appear whole or not at all
+        res = fit(problem, loo=not no_loo)
+        ev = problem.evaluators[0]
+        note = f"cgdr-des calibrate {Path(measurements).name} ({len(ms)} points, fields {','.join(names)})"
+        doc = fitted_profile_doc(ev.scenario.profile_ref(), ev.profile, res.fitted, note)
+        summary = {"fields": names, "nominal": res.nominal, "fitted": res.fitted, "loss": res.loss,
+                   "evaluations": res.evaluations, "rms_residual_pct": res.rms_residual_pct,
+                   "rms_loo_pct": None if no_loo else res.rms_loo_pct}
+        with target.writing():
+            (staging / "profile.toml").write_text(dump_profile(doc), encoding="utf-8")
+            res.points.to_csv(staging / "residuals.csv", index=False)
+            (staging / "fit.json").write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
     for name in names:
         click.echo(f"fitted     {name}: {res.nominal[name]} -> {res.fitted[name]}")
     for _, r in res.points.iterrows():

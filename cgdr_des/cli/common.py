@@ -45,11 +45,11 @@ def prepare_out(out: Path) -> Path:
     return out
 
 
-def output_dir(out: Path, force: bool) -> OutputDir:
-    """The staged, locked ``--out`` (see ``results/outdir.py``); checked before any simulation."""
+def output_dir(out: Path, force: bool, command: str = "run", *, in_place: bool = False) -> OutputDir:
+    """The staged, locked ``--out`` of ``command`` (see ``results/outdir.py``); checked before any work."""
     from cgdr_des.results.outdir import OutputDir
 
-    return OutputDir(out, force=force, field="--out")
+    return OutputDir(out, force=force, field="--out", command=command, in_place=in_place)
 
 
 def check_estimate(sc: Scenario, max_memory: str | None) -> None:

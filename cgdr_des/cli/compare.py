@@ -53,7 +53,7 @@ def compare(scenario: str, more_buffer_nums: tuple[int, ...], buffer_nums: tuple
         return
     settings = _settings(base, (*buffer_nums, *more_buffer_nums), variants)
     results, rows = {}, []
-    target = common.output_dir(out, force)
+    target = common.output_dir(out, force, "compare")
     with target as staging:  # the whole comparison is one owned output
         for name, fields, sc, tiling, status in settings:
             if sc is not None:
@@ -147,7 +147,7 @@ def _compare_kernels(base, versions: list[str], out: Path, force: bool, max_memo
     for v in versions:
         common.check_estimate(base.with_changes({"kernel": {"kernel_version": v}}), max_memory)
     cmp = compare_kernels(base, versions)
-    target = common.output_dir(out, force)
+    target = common.output_dir(out, force, "compare")
     with target as staging, target.writing():
         for name, frame in cmp._asdict().items():
             frame.to_csv(staging / f"kernels_{name}.csv", index=False)

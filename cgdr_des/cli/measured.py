@@ -10,6 +10,7 @@ import click
 from cgdr_des.cli import common
 from cgdr_des.cli.app import main
 from cgdr_des.errors import InputError
+from cgdr_des.scenario.messages import cut as shown
 
 DEFAULT_CSV = "published_310p.csv"
 
@@ -29,24 +30,30 @@ def _csv_of(path: Path) -> Path:
               help="Directory for measured.csv and verdicts.json.")
 @click.option("--hypotheses", default="vector,cube,cube_short_ub", show_default=True,
               help="Comma-separated hypotheses to run (vector, cube, cube_short_ub).")
-def measured(measurements: Path, out: Path, hypotheses: str) -> None:
+@common.force_option
+def measured(measurements: Path, out: Path, hypotheses: str, force: bool) -> None:
     """Set each measured latency in MEASUREMENTS (a CSV of scenario -> latency_us, or a directory
     with published_310p.csv, e.g. scenarios/measured) beside the vector-only and Cube-era
     predictions: nominal and a range from the profile's fast and slow corners plus the ranged host
     overhead; then say which hypothesis the measurements are consistent with."""
     from cgdr_des.results.measured import HYPOTHESES, compare_measured, verdicts
+    from cgdr_des.timing.measurements import check_scenario_files, read_measurements
 
     known = {h.name: h for h in HYPOTHESES}
     chosen = [s.strip() for s in hypotheses.split(",") if s.strip()]
     for name in chosen:
         if name not in known:
-            raise InputError("--hypotheses", name, f"one of {', '.join(known)}")
+            raise InputError("--hypotheses", shown(name), f"one of {', '.join(known)}")
     csv = _csv_of(measurements)
-    df = compare_measured(csv, [known[n] for n in chosen], progress=lambda s: click.echo(f"running    {s}"))
-    v = verdicts(df)
-    out = common.prepare_out(out)
-    df.to_csv(out / "measured.csv", index=False)
-    (out / "verdicts.json").write_text(json.dumps(v.to_dict(orient="records"), indent=2) + "\n", encoding="utf-8")
+    check_scenario_files(read_measurements(csv))  # every row readable, before anything runs
+    target = common.output_dir(out, force, "measured")
+    with target as staging:  # checked and locked before anything runs; both files appear or neither
+        df = compare_measured(csv, [known[n] for n in chosen], progress=lambda s: click.echo(f"running    {s}"))
+        v = verdicts(df)
+        with target.writing():
+            df.to_csv(staging / "measured.csv", index=False)
+            (staging / "verdicts.json").write_text(json.dumps(v.to_dict(orient="records"), indent=2) + "\n",
+                                                   encoding="utf-8")
     for _, r in df.iterrows():
         if r["error"]:
             click.echo(f"shape      {r['shape']:<17} {r['hypothesis']:<14} measured {r['measured_us']:>9,.0f} us  "

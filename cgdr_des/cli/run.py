@@ -29,10 +29,11 @@ def run(scenario: str, out: Path, csv: bool, with_range: bool, force: bool, max_
     target = common.output_dir(out, force)
     with target as staging:
         result, written = common.run_one(sc, staging, csv, target)
-    for line in common.summary_lines(result):
-        click.echo(line)
-    if with_range:
-        from cgdr_des.cli.sensitivity import print_range
+        for line in common.summary_lines(result):
+            click.echo(line)
+        if with_range:  # its files in OUT/range/: part of the run's one output
+            from cgdr_des.cli.sensitivity import print_range
 
-        print_range(sc, out)
+            with target.writing():
+                print_range(sc, staging / "range")
     click.echo(f"outputs    {out}: {', '.join(sorted(p.name for p in written.values()))}")

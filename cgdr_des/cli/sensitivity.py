@@ -9,6 +9,7 @@ import click
 from cgdr_des.cli import common
 from cgdr_des.cli.app import main
 from cgdr_des.errors import InputError
+from cgdr_des.bounds import MAX_SAMPLES, check_seed
 from cgdr_des.timing import DEFAULT_SAMPLES, DEFAULT_SEED  # the package, not .sensitivity: no pandas at --help
 
 TOP_LINES = 10
@@ -24,13 +25,19 @@ def parse_fields(text: str | None) -> list[str] | None:
     return names
 
 
+def check_samples(samples: int, seed: int) -> None:
+    """``--samples`` and ``--seed`` within their bounds (docs/reliability.md), before any work."""
+    if not 0 <= samples <= MAX_SAMPLES:
+        raise InputError("--samples", samples, f"an integer in [0, {MAX_SAMPLES:,}] (each sample is one simulation)")
+    check_seed("--seed", seed)
+
+
 def sensitivity_of(sc, fields, samples: int, seed: int):
     """Run the study with a progress bar."""
     from cgdr_des.results.progress import ProgressBar
     from cgdr_des.timing.sensitivity import run_sensitivity
 
-    if samples < 0:
-        raise InputError("--samples", samples, "an integer >= 0")
+    check_samples(samples, seed)
     with ProgressBar(f"{sc.name} sensitivity") as bar:
         return run_sensitivity(sc, fields=fields, samples=samples, seed=seed, progress=bar)
 
@@ -41,28 +48,36 @@ def sensitivity_of(sc, fields, samples: int, seed: int):
               help="Directory for samples.parquet, interval.json and tornado.png.")
 @click.option("--fields", default=None, help="Comma-separated ranged fields to perturb (default: all).")
 @click.option("--samples", default=DEFAULT_SAMPLES, show_default=True, type=int,
-              help="Joint Latin-hypercube samples.")
-@click.option("--seed", default=DEFAULT_SEED, show_default=True, type=int, help="Seed of the joint sample.")
-def sensitivity(scenario: str, out: Path, fields: str | None, samples: int, seed: int) -> None:
+              help=f"Joint Latin-hypercube samples (0 .. {MAX_SAMPLES:,}).")
+@click.option("--seed", default=DEFAULT_SEED, show_default=True, type=int, help="Seed of the joint sample (>= 0).")
+@common.force_option
+def sensitivity(scenario: str, out: Path, fields: str | None, samples: int, seed: int, force: bool) -> None:
     """Perturb each ranged profile field of SCENARIO alone (both ends), then all jointly; write the
     makespan interval, a tornado plot and one row per simulated point (phase fidelity, numerics off)."""
     from cgdr_des.scenario import load_scenario
     from cgdr_des.timing.sensitivity import interval_line, write_sensitivity
     from cgdr_des.timing.tornado import tornado_table
 
+    check_samples(samples, seed)
     sc = load_scenario(scenario)
-    res = sensitivity_of(sc, parse_fields(fields), samples, seed)
-    paths = write_sensitivity(res, common.prepare_out(out))
+    names = parse_fields(fields)
+    target = common.output_dir(out, force, "sensitivity")
+    with target as staging:  # checked and locked before the study; the files appear whole or not at all
+        res = sensitivity_of(sc, names, samples, seed)
+        with target.writing():
+            paths = write_sensitivity(res, staging)
     click.echo(interval_line(res))
     for name, row in tornado_table(res).head(TOP_LINES).iterrows():
         click.echo(f"  {name:<40} low end {row['low']:+7.2f} %   high end {row['high']:+7.2f} %")
     click.echo(f"outputs    {out}: {', '.join(sorted(p.name for p in paths.values()))}")
 
 
-def print_range(sc, out: Path) -> None:
-    """``run --with-range``: the default study, its line on the console, its files in OUT/range/."""
+def print_range(sc, directory: Path) -> None:
+    """``run --with-range``: the default study, its line on the console, its files in ``directory``
+    (``range/`` inside the run's staging directory, so that they are part of its one output)."""
     from cgdr_des.timing.sensitivity import interval_line, write_sensitivity
 
     res = sensitivity_of(sc, None, DEFAULT_SAMPLES, DEFAULT_SEED)
-    write_sensitivity(res, common.prepare_out(out / "range"))
+    directory.mkdir(exist_ok=True)
+    write_sensitivity(res, directory)
     click.echo(interval_line(res))

@@ -7,6 +7,7 @@ stored), 2 for bad input (the CLI's error contract).
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -16,6 +17,11 @@ import click
 from cgdr_des.cli.app import main
 from cgdr_des.cli.options import override_options, overrides_from
 from cgdr_des.errors import InputError
+from cgdr_des.bounds import MAX_WORKERS, check_count
+from cgdr_des.scenario.messages import cut
+
+#: a Dask scheduler address: scheme://host[:port]
+SCHEDULER = re.compile(r"^(tcp|tls|ucx|inproc|ws|wss)://[^\s/]+$")
 
 
 @main.command()
@@ -43,6 +49,7 @@ def sweep(ctx: click.Context, sweep_file: str | None, out: Path | None, workers:
         return
     if sweep_file is None:
         raise InputError("SWEEP", "nothing", "a sweep file (or --status DIR)")
+    _check_options(workers, scheduler)  # --seed is the sweep file's seed: checked with it
     spec = load_sweep(sweep_file, overrides=overrides_from(sets, None), seed=seed)
     if dry_run:
         _print_points(spec, out)
@@ -57,13 +64,15 @@ def sweep(ctx: click.Context, sweep_file: str | None, out: Path | None, workers:
 
 
 def _run(spec, out: Path, workers: int | None, scheduler: str | None, force: bool, max_points: int | None):
-    from cgdr_des.cli.common import prepare_out
-    from cgdr_des.sweep import make_executor, run_sweep
+    from cgdr_des.cli.common import output_dir
+    from cgdr_des.sweep import expand, make_executor, run_sweep
 
-    prepare_out(out)
+    points = expand(spec, whole=True)  # every point validated before --out is touched
     workers = _default_workers() if workers is None else workers
-    with make_executor(scheduler, workers) as executor, SweepProgress(spec.name) as bar:
-        report = run_sweep(spec, out, executor, force=force, max_points=max_points, progress=bar)
+    target = output_dir(out, force, "sweep", in_place=True)  # points are stored in place: a killed sweep resumes
+    with target, target.writing(), make_executor(scheduler, workers) as executor, \
+            SweepProgress(spec.name) as bar:
+        report = run_sweep(spec, out, executor, force=force, max_points=max_points, progress=bar, points=points)
     s = report.status
     click.echo(f"sweep      {spec.name}: {_total(s)} points, {report.ran} run now, {report.skipped} already "
                f"stored ({executor.name})")
@@ -71,6 +80,15 @@ def _run(spec, out: Path, workers: int | None, scheduler: str | None, force: boo
     _print_failures(s.errors)
     click.echo(f"summary    {report.summary} ({len(s.done)} points)" if report.summary else "summary    none yet")
     return report
+
+
+def _check_options(workers: int | None, scheduler: str | None) -> None:
+    """The flags within their bounds before the sweep file is even read (docs/reliability.md)."""
+    if workers is not None:
+        check_count("--workers", workers, 0, MAX_WORKERS, "0 runs the points in this process")
+    if scheduler is not None and scheduler != "local-dask" and not SCHEDULER.match(scheduler):
+        raise InputError("--scheduler", cut(scheduler), "local-dask, or a Dask scheduler address such as "
+                         "tcp://HOST:8786")
 
 
 def _print_points(spec, out: Path | None) -> None:

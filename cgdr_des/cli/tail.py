@@ -10,6 +10,7 @@ import click
 from cgdr_des.cli import common
 from cgdr_des.cli.app import main
 from cgdr_des.cli.options import load_with_overrides, override_options
+from cgdr_des.bounds import MAX_STUDY_BATCHES, check_count
 
 TABLE = {"policy": "policy", "p50_us": "p50 us", "p99_us": "p99 us", "p99_9_us": "p99.9 us",
          "makespan_over_lb_mean": "mean mk/lb", "within_1pct_of_lb": "<=1% of lb", "imbalance_mean": "mean imb"}
@@ -19,7 +20,8 @@ TABLE = {"policy": "policy", "p50_us": "p50 us", "p99_us": "p99 us", "p99_9_us":
 @click.argument("scenario")
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="Directory for the study's frames and plots.")
-@click.option("--batches", type=int, default=None, help="Batches to sample (default: [study] batches).")
+@click.option("--batches", type=int, default=None,
+              help=f"Batches to sample, 1 .. {MAX_STUDY_BATCHES:,} (default: [study] batches).")
 @click.option("--policy", "policies", multiple=True,
               help="A policy to time; repeat for several (default: [study] policies, else all).")
 @common.force_option
@@ -33,9 +35,11 @@ def tail(scenario: str, out: Path, batches: int | None, policies: tuple[str, ...
     from cgdr_des.results.progress import ProgressBar
     from cgdr_des.tail import run_study, write_study
 
+    if batches is not None:  # bounded like [study] batches, before the scenario is even read
+        check_count("--batches", batches, 1, MAX_STUDY_BATCHES, "as [study] batches")
     sc = load_with_overrides(scenario, sets, seed)
     names = [p.strip() for arg in policies for p in arg.split(",") if p.strip()] or None
-    target = common.output_dir(out, force)
+    target = common.output_dir(out, force, "tail")
     with target as staging:  # checked and locked before the study starts; files appear whole or not at all
         with warnings.catch_warnings(record=True) as caught, ProgressBar(f"{sc.name} tail study") as bar:
             warnings.simplefilter("always")

@@ -25,7 +25,6 @@ values (nested tables such as ``vec_width`` are merged key by key) and their sou
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
@@ -342,7 +341,8 @@ def _read(name_or_path: str | Path) -> tuple[str, str]:
     path = Path(name_or_path)
     if path.suffix == ".toml" and path.is_file():
         return path.read_text(encoding="utf-8"), str(path)
-    raise InputError("hardware.profile", text_name,
+    shown = text_name if len(text_name) <= 40 else text_name[:39] + "…"  # a path: never echoed whole
+    raise InputError("hardware.profile", shown,
                      f"one of {', '.join(list_profiles())} or a path to a .toml profile file")
 
 
@@ -353,10 +353,9 @@ def read_doc(name_or_path: str | Path) -> tuple[dict, str]:
 
 
 def _loads(text: str, where: str) -> dict:
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError("hardware.profile", where, f"a valid TOML file ({exc})") from None
+    from cgdr_des.scenario.toml_read import parse_toml  # lazy: cgdr_des.scenario imports this module
+
+    return parse_toml(text, "hardware.profile", where, "a valid TOML file")
 
 
 def _parse_fields(doc: dict, where: str) -> tuple[dict, dict]:

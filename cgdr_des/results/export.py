@@ -20,15 +20,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from cgdr_des.results.outdir import OutputDir, check_complete, write_manifest
+from cgdr_des.results.outdir import OutputDir, Redraw, check_complete
 from cgdr_des.results.plots import plot_all
 from cgdr_des.results.result import Result
 from cgdr_des.results.trace import trace_from_result, trace_notes, write_trace
@@ -121,16 +119,15 @@ def read_result(out_dir: str | Path, *, field: str = "out_dir") -> Result:
 def replot(out_dir: str | Path, *, field: str = "out_dir") -> list[Path]:
     """Redraw the PNGs of a written run from its saved frames; returns the files written.
 
-    The PNGs are drawn in a temporary sibling, moved in one by one (``os.replace``: a reader sees the
-    old plot or the new one) and the manifest is rewritten with their new sizes and hashes.
+    Under the output's lock (``results/outdir.py`` ``Redraw``; refused while a writer holds it) the
+    run is read, its files linked into a staging copy, the PNGs redrawn there and the whole swapped
+    into place with a new manifest: a reader sees the old plots or the new ones, and the plots are
+    always those of the frames they sit beside.
     """
     out = Path(out_dir)
-    result = read_result(out, field=field)
-    with tempfile.TemporaryDirectory(prefix=f".{out.name}.cgdr-plot-", dir=out.absolute().parent) as tmp:
-        drawn = plot_all(result, Path(tmp), **_gantt_options(result.scenario))
-        for path in drawn:
-            os.replace(path, out / path.name)
-    write_manifest(out)
+    with Redraw(out, field=field, command="run") as staging:
+        result = read_result(staging, field=field)
+        drawn = plot_all(result, staging, **_gantt_options(result.scenario))
     return [out / path.name for path in drawn]
 
 

@@ -28,6 +28,15 @@ class Shown:
 
 
 MISSING = Shown("nothing")
+#: longest text an error quotes from a file the user pointed at (a cell, a path written in a cell)
+CUT = 40
+
+
+def cut(value: Any, limit: int = CUT) -> Shown:
+    """``value``'s text quoted and cut to ``limit`` characters: an error never echoes a whole cell,
+    line or path of a file, only the start of the offending value."""
+    text = str(value).replace("\r", "\\r").replace("\n", "\\n")
+    return Shown(repr(text if len(text) <= limit else text[: limit - 1] + "…"))
 
 
 def brief(value: Any) -> Any:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
@@ -18,9 +17,11 @@ import numpy as np
 from pydantic import Field, PrivateAttr, ValidationError
 
 from cgdr_des.errors import InputError
+from cgdr_des.bounds import MAX_TOML_BYTES
 from cgdr_des.scenario.messages import Shown, brief, validation_error_to_input_error
 from cgdr_des.scenario.sections import Hardware, Kernel, Output, Shape, Sim, Study, Workload, _Section
 from cgdr_des.scenario.tiling_check import validate_tiling
+from cgdr_des.scenario.toml_read import parse_toml
 from cgdr_des.workload.lengths import MAX_LENGTH as MAX_TOKENS
 from cgdr_des.workload.lengths import sample_lengths
 from cgdr_des.workload.lengths_csv import read_lengths_csv
@@ -135,10 +136,13 @@ def read_toml(path: str | Path, field: str, kind: str) -> dict[str, Any]:
     p = Path(path)
     if not p.is_file():
         raise InputError(field, str(path), f"path of an existing {kind}")
+    if p.stat().st_size > MAX_TOML_BYTES:
+        raise InputError(field, str(path), f"a {kind} of at most {MAX_TOML_BYTES // 2**20} MiB")
     try:
-        return tomllib.loads(p.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(field, str(path), f"valid TOML ({exc})") from None
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(field, str(path), f"a UTF-8 {kind} (byte {exc.start} is not UTF-8)") from None
+    return parse_toml(text, field, str(path))
 
 
 def resolve_lengths(workload: Workload, base_dir: Path) -> np.ndarray:

@@ -15,6 +15,13 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from cgdr_des.errors import InputError
+from cgdr_des.bounds import (
+    MAX_BOOTSTRAP,
+    MAX_CHECK_BATCHES,
+    MAX_SEED,
+    MAX_STUDY_BATCHES,
+    MIN_BOOTSTRAP,
+)
 from cgdr_des.scenario.messages import MISSING
 from cgdr_des.workload.lengths import MAX_BATCH, Distribution, Length
 
@@ -25,7 +32,6 @@ MAX_HEADS = 65_536          # nk, nv: head indices and head counts in the tiling
 MAX_HEAD_DIM = 65_536       # dk, dv: far past any UB (dk > 512 is refused by DotFp32 anyway)
 MAX_CYCLE = 2**62           # windows, in cycles (int64 times with headroom)
 MAX_TRACE_EVENTS = 50_000_000
-MAX_SEED = 2**63 - 1        # numpy's default_rng takes any non-negative integer; int64 keeps it portable
 MAX_SCALE = 65_504.0        # fp16's largest finite value: past it q.k * scale overflows fp16 outputs
 PositiveInt = Annotated[int, Field(ge=1)]
 HeadCount = Annotated[int, Field(ge=1, le=MAX_HEADS)]
@@ -193,7 +199,7 @@ class Study(_Section):
     ``bootstrap`` is the number of resamples behind the percentiles' 95 % intervals.
     """
 
-    batches: Annotated[int, Field(ge=1, le=1_000_000)] = 1000
+    batches: Annotated[int, Field(ge=1, le=MAX_STUDY_BATCHES)] = 1000
     policies: Annotated[list[PolicyName], Field(min_length=1)] | None = None
-    check_batches: Annotated[int, Field(ge=0, le=50)] = 3
-    bootstrap: Annotated[int, Field(ge=10, le=10_000)] = 200
+    check_batches: Annotated[int, Field(ge=0, le=MAX_CHECK_BATCHES)] = 3
+    bootstrap: Annotated[int, Field(ge=MIN_BOOTSTRAP, le=MAX_BOOTSTRAP)] = 200

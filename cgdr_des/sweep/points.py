@@ -25,8 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from cgdr_des.errors import CgdrError, InputError
+from cgdr_des.errors import CgdrError, InputError, one_line
 from cgdr_des.overrides import apply_overrides
+from cgdr_des.scenario.messages import Shown
 from cgdr_des.sweep.spec import Sampler, SweepSpec
 
 SEED_FIELD = "workload.seed"
@@ -63,24 +64,33 @@ def draw_samples(spec: SweepSpec) -> list[dict[str, Any]]:
     if not spec.sample:
         return [{}]
     rng = np.random.default_rng(spec.sample_seed)
-    columns = {path: _draw(law, spec.sample_n, rng) for path, law in spec.sample.items()}
+    columns = {path: _draw(law, spec.sample_n, rng, path) for path, law in spec.sample.items()}
     return [{path: values[i] for path, values in columns.items()} for i in range(spec.sample_n)]
 
 
-def _draw(law: Sampler, n: int, rng: np.random.Generator) -> list[Any]:
+def _draw(law: Sampler, n: int, rng: np.random.Generator, path: str = "") -> list[Any]:
     if law.kind == "choice":
         return [law.values[i] for i in rng.integers(0, len(law.values), n)]
-    if law.kind == "uniform":
-        x = rng.uniform(law.low, law.high, n)
-    elif law.kind == "loguniform":
-        x = np.exp(rng.uniform(math.log(law.low), math.log(law.high), n))
-    else:
-        x = rng.normal(law.mean, law.std, n)
+    with np.errstate(over="ignore", invalid="ignore"):  # a law too wide for floats: refused below
+        if law.kind == "uniform":
+            x = rng.uniform(law.low, law.high, n)
+        elif law.kind == "loguniform":
+            x = np.exp(rng.uniform(math.log(law.low), math.log(law.high), n))
+        else:
+            x = rng.normal(law.mean, law.std, n)
+    if not np.isfinite(x).all():
+        bad = float(x[~np.isfinite(x)][0])
+        raise InputError(f"sweep.sample.{path}", bad, "a law whose draws are finite numbers (narrow low/high, "
+                         "mean/std)")
     return [int(v) for v in np.rint(x)] if law.integer else [float(v) for v in x]
 
 
-def expand(spec: SweepSpec) -> list[Point]:
-    """Every point of the sweep, in order (see the module docstring)."""
+def expand(spec: SweepSpec, *, whole: bool = False) -> list[Point]:
+    """Every point of the sweep, in order (see the module docstring).
+
+    ``whole``: before a sweep runs, a file none of whose points validates is refused with the first
+    point's error (nothing would run; the file is wrong, not one point).
+    """
     swept = [*spec.set, *spec.grid, *spec.sample]
     if SEED_FIELD in swept:
         raise InputError(f"sweep: {SEED_FIELD}", "swept or set",
@@ -94,8 +104,12 @@ def expand(spec: SweepSpec) -> list[Point]:
     changes = [{**g, **s, REPLICATION: r, SEED_FIELD: seeds[r]}
                for g in combos for s in draw_samples(spec) for r in range(spec.replications)]
     columns = _column_types(changes)
-    run = {"kind": spec.kind, "frames": spec.frames, "tail": spec.tail, "version": package_version()}
-    return [_point(i, base, c, columns, run) for i, c in enumerate(changes)]
+    run = {"kind": spec.kind, "frames": spec.frames, "tail": spec.tail.kwargs(), "version": package_version()}
+    points = [_point(i, base, c, columns, run) for i, c in enumerate(changes)]
+    if whole and all(p.error for p in points):
+        raise InputError("sweep", Shown(f"{len(points)} points, none valid"),
+                         f"at least one point that validates (point 0: {one_line(points[0].error, 200)})")
+    return points
 
 
 def _point(i: int, base, change: dict[str, Any], columns: dict[str, type], run: dict) -> Point:
@@ -106,6 +120,11 @@ def _point(i: int, base, change: dict[str, Any], columns: dict[str, type], run: 
     except CgdrError as exc:  # a bad field, or a diagnostic the tiling already reveals (validate's checks)
         what = {"base": base.resolved_dict(), "overrides": overrides, **run}
         return Point(i, params, fingerprint(what), error=f"{type(exc).__name__}: {exc}", overrides=overrides)
+    if run["kind"] == "tail" and sc.workload.distribution is None:  # run_study would refuse it mid-sweep
+        what = {"base": base.resolved_dict(), "overrides": overrides, **run}
+        return Point(i, params, fingerprint(what), overrides=overrides,
+                     error="InputError: workload.distribution: got None; a length distribution: a tail point "
+                           "samples its batches")
     # a tail point samples from the distribution: keep it (and [study]) rather than one batch's lengths
     resolved = sc.study_dict() if run["kind"] == "tail" else sc.resolved_dict()
     return Point(i, params, fingerprint({"scenario": resolved, **run}), scenario=resolved, overrides=overrides)

@@ -36,16 +36,17 @@ class SweepReport:
 def tasks_for(spec: SweepSpec, points: list[Point]) -> list[Task]:
     """The picklable work items of ``points``."""
     version = package_version()
-    return [Task(p.point, spec.kind, p.scenario, p.params, spec.frames, dict(spec.tail), version, p.error)
+    return [Task(p.point, spec.kind, p.scenario, p.params, spec.frames, spec.tail.kwargs(), version, p.error)
             for p in points]
 
 
 def run_sweep(spec: SweepSpec, out: str | Path, executor: InProcess, *, force: bool = False,
               max_points: int | None = None, progress: Progress | None = None,
-              fn: Callable[[Task], Outcome] = run_point) -> SweepReport:
-    """Run every point of ``spec`` not yet stored in ``out`` (at most ``max_points`` of them now)."""
+              fn: Callable[[Task], Outcome] = run_point, points: list[Point] | None = None) -> SweepReport:
+    """Run every point of ``spec`` not yet stored in ``out`` (at most ``max_points`` of them now);
+    ``points``: ``expand(spec, whole=True)`` when the caller has it already."""
     store = SweepStore(out)
-    points = expand(spec)
+    points = expand(spec, whole=True) if points is None else points
     todo = store.to_run(points, force=force)
     skipped = len(points) - len(todo)
     if max_points is not None:

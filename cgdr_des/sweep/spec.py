@@ -31,6 +31,7 @@ law. ``load_sweep`` checks the file's own fields; each point is validated when t
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -39,7 +40,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from cgdr_des.errors import InputError
 from cgdr_des.overrides import check_path
-from cgdr_des.scenario import MAX_SEED, Scenario, load_scenario, read_toml
+from cgdr_des.scenario import MAX_SEED, PolicyName, Scenario, load_scenario, read_toml
+from cgdr_des.bounds import MAX_REPLICATIONS, MAX_SAMPLE_DRAWS, MAX_STUDY_BATCHES, MAX_SWEEP_POINTS
+from cgdr_des.scenario.messages import Shown
 
 SAMPLERS = ("uniform", "loguniform", "choice", "normal")
 
@@ -50,10 +53,10 @@ class Sampler(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     kind: Literal["uniform", "loguniform", "choice", "normal"]
-    low: float | None = None
-    high: float | None = None
-    mean: float | None = None
-    std: Annotated[float, Field(ge=0)] | None = None
+    low: Annotated[float, Field(allow_inf_nan=False)] | None = None
+    high: Annotated[float, Field(allow_inf_nan=False)] | None = None
+    mean: Annotated[float, Field(allow_inf_nan=False)] | None = None
+    std: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
     values: Annotated[list[Any], Field(min_length=1)] | None = None
     integer: bool = False
 
@@ -66,9 +69,26 @@ class Sampler(BaseModel):
             raise InputError(missing[0], "nothing", f"required by kind = {self.kind!r}")
         if self.kind in ("uniform", "loguniform") and not self.low < self.high:
             raise InputError("high", self.high, f"greater than low ({self.low})")
+        if self.kind == "uniform" and not math.isfinite(self.high - self.low):
+            raise InputError("high", self.high, f"within a float's range of low ({self.low}): high - low overflows")
         if self.kind == "loguniform" and self.low <= 0:
             raise InputError("low", self.low, "positive for loguniform")
         return self
+
+
+class TailOptions(BaseModel):
+    """``[tail]``: the keyword arguments of ``cgdr_des.tail.run_study`` a tail point passes (bounded
+    like ``[study]``), checked with the file, not when the first point runs."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    batches: Annotated[int, Field(ge=1, le=MAX_STUDY_BATCHES)] | None = None
+    policies: Annotated[list[PolicyName], Field(min_length=1)] | None = None
+    seed: Annotated[int, Field(ge=0, le=MAX_SEED)] | None = None
+
+    def kwargs(self) -> dict[str, Any]:
+        """What ``run_study`` is called with (the options given)."""
+        return self.model_dump(exclude_none=True)
 
 
 class SweepSpec(BaseModel):
@@ -80,17 +100,30 @@ class SweepSpec(BaseModel):
     description: str = ""
     base: str
     kind: Literal["run", "tail"] = "run"
-    replications: Annotated[int, Field(ge=1)] = 1
+    replications: Annotated[int, Field(ge=1, le=MAX_REPLICATIONS)] = 1
     # bounded like workload.seed: numpy's SeedSequence and default_rng refuse a negative seed
     seed: Annotated[int, Field(ge=0, le=MAX_SEED)] | None = None
     frames: bool | list[str] = False
     set: dict[str, Any] = Field(default_factory=dict)
     grid: dict[str, Annotated[list[Any], Field(min_length=1)]] = Field(default_factory=dict)
     sample: dict[str, Sampler] = Field(default_factory=dict)
-    sample_n: Annotated[int, Field(ge=1)] | None = None
+    sample_n: Annotated[int, Field(ge=1, le=MAX_SAMPLE_DRAWS)] | None = None
     sample_seed: Annotated[int, Field(ge=0, le=MAX_SEED)] = 0
-    tail: dict[str, Any] = Field(default_factory=dict)
+    tail: TailOptions = Field(default_factory=lambda: TailOptions())
     base_scenario: Scenario
+
+    @model_validator(mode="after")
+    def _bounded(self):
+        count = self.replications * (self.sample_n or 1)
+        for values in self.grid.values():
+            count *= len(values)
+            if count > MAX_SWEEP_POINTS:  # stop multiplying: a hostile grid's product is never formed
+                break
+        if count > MAX_SWEEP_POINTS:
+            sizes = " x ".join(str(len(v)) for v in self.grid.values()) or "1"
+            shown = Shown(f"grid {sizes} x samples {self.sample_n or 1} x replications {self.replications}")
+            raise InputError("points", shown, f"at most {MAX_SWEEP_POINTS:,} points in one sweep")
+        return self
 
     @model_validator(mode="after")
     def _frame_names(self):
@@ -182,5 +215,6 @@ def _spec_error(exc: ValidationError) -> InputError:
         return InputError(".".join(["sweep", *loc]), "nothing", "required")
     msg = err["msg"].removeprefix("Value error, ")
     if err["type"] == "extra_forbidden":
-        msg = f"unknown key (allowed: {', '.join(k for k in SweepSpec.model_fields if k != 'base_scenario')})"
+        model = TailOptions if loc[:1] == ["tail"] else SweepSpec
+        msg = f"unknown key (allowed: {', '.join(k for k in model.model_fields if k != 'base_scenario')})"
     return InputError(".".join(["sweep", *loc]), err.get("input"), msg[:1].lower() + msg[1:])

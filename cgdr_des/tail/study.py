@@ -96,8 +96,11 @@ class _Progress:
 
 
 def _positive(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise InputError(name, value, "a positive integer")
+    """A batch count: bounded like ``[study] batches`` (cgdr_des/bounds.py)."""
+    from cgdr_des.bounds import MAX_STUDY_BATCHES
+
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or not 1 <= value <= MAX_STUDY_BATCHES:
+        raise InputError(name, value, f"an integer in [1, {MAX_STUDY_BATCHES:,}] (as [study] batches)")
     return int(value)
 
 
