@@ -10,7 +10,6 @@ import click
 from cgdr_des.cli import common
 from cgdr_des.cli.app import main
 from cgdr_des.errors import InputError
-from cgdr_des.scenario.messages import cut as shown
 
 DEFAULT_CSV = "published_310p.csv"
 
@@ -43,6 +42,8 @@ def measured(measurements: Path, out: Path, hypotheses: str, force: bool) -> Non
     chosen = [s.strip() for s in hypotheses.split(",") if s.strip()]
     for name in chosen:
         if name not in known:
+            from cgdr_des.scenario.messages import cut as shown
+
             raise InputError("--hypotheses", shown(name), f"one of {', '.join(known)}")
     csv = _csv_of(measurements)
     check_scenario_files(read_measurements(csv))  # every row readable, before anything runs

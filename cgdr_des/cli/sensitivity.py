@@ -6,10 +6,10 @@ from pathlib import Path
 
 import click
 
+from cgdr_des.bounds import MAX_SAMPLES, check_seed
 from cgdr_des.cli import common
 from cgdr_des.cli.app import main
 from cgdr_des.errors import InputError
-from cgdr_des.bounds import MAX_SAMPLES, check_seed
 from cgdr_des.timing import DEFAULT_SAMPLES, DEFAULT_SEED  # the package, not .sensitivity: no pandas at --help
 
 TOP_LINES = 10

@@ -14,11 +14,10 @@ from pathlib import Path
 
 import click
 
+from cgdr_des.bounds import MAX_WORKERS, check_count
 from cgdr_des.cli.app import main
 from cgdr_des.cli.options import override_options, overrides_from
 from cgdr_des.errors import InputError
-from cgdr_des.bounds import MAX_WORKERS, check_count
-from cgdr_des.scenario.messages import cut
 
 #: a Dask scheduler address: scheme://host[:port]
 SCHEDULER = re.compile(r"^(tcp|tls|ucx|inproc|ws|wss)://[^\s/]+$")
@@ -87,6 +86,8 @@ def _check_options(workers: int | None, scheduler: str | None) -> None:
     if workers is not None:
         check_count("--workers", workers, 0, MAX_WORKERS, "0 runs the points in this process")
     if scheduler is not None and scheduler != "local-dask" and not SCHEDULER.match(scheduler):
+        from cgdr_des.scenario.messages import cut
+
         raise InputError("--scheduler", cut(scheduler), "local-dask, or a Dask scheduler address such as "
                          "tcp://HOST:8786")
 

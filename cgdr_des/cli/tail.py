@@ -7,10 +7,10 @@ from pathlib import Path
 
 import click
 
+from cgdr_des.bounds import MAX_STUDY_BATCHES, check_count
 from cgdr_des.cli import common
 from cgdr_des.cli.app import main
 from cgdr_des.cli.options import load_with_overrides, override_options
-from cgdr_des.bounds import MAX_STUDY_BATCHES, check_count
 
 TABLE = {"policy": "policy", "p50_us": "p50 us", "p99_us": "p99 us", "p99_9_us": "p99.9 us",
          "makespan_over_lb_mean": "mean mk/lb", "within_1pct_of_lb": "<=1% of lb", "imbalance_mean": "mean imb"}

@@ -16,8 +16,8 @@ from typing import Annotated, Any
 import numpy as np
 from pydantic import Field, PrivateAttr, ValidationError
 
-from cgdr_des.errors import InputError
 from cgdr_des.bounds import MAX_TOML_BYTES
+from cgdr_des.errors import InputError
 from cgdr_des.scenario.messages import Shown, brief, validation_error_to_input_error
 from cgdr_des.scenario.sections import Hardware, Kernel, Output, Shape, Sim, Study, Workload, _Section
 from cgdr_des.scenario.tiling_check import validate_tiling

@@ -14,7 +14,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from cgdr_des.errors import InputError
 from cgdr_des.bounds import (
     MAX_BOOTSTRAP,
     MAX_CHECK_BATCHES,
@@ -22,6 +21,7 @@ from cgdr_des.bounds import (
     MAX_STUDY_BATCHES,
     MIN_BOOTSTRAP,
 )
+from cgdr_des.errors import InputError
 from cgdr_des.scenario.messages import MISSING
 from cgdr_des.workload.lengths import MAX_BATCH, Distribution, Length
 

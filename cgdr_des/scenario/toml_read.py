@@ -12,8 +12,8 @@ from __future__ import annotations
 import tomllib
 from typing import Any
 
-from cgdr_des.errors import InputError
 from cgdr_des.bounds import MAX_TOML_BYTES, MAX_TOML_DEPTH
+from cgdr_des.errors import InputError
 
 
 def parse_toml(text: str, field: str, shown: object, what: str = "valid TOML") -> dict[str, Any]:

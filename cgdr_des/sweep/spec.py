@@ -38,10 +38,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from cgdr_des.bounds import MAX_REPLICATIONS, MAX_SAMPLE_DRAWS, MAX_STUDY_BATCHES, MAX_SWEEP_POINTS
 from cgdr_des.errors import InputError
 from cgdr_des.overrides import check_path
 from cgdr_des.scenario import MAX_SEED, PolicyName, Scenario, load_scenario, read_toml
-from cgdr_des.bounds import MAX_REPLICATIONS, MAX_SAMPLE_DRAWS, MAX_STUDY_BATCHES, MAX_SWEEP_POINTS
 from cgdr_des.scenario.messages import Shown
 
 SAMPLERS = ("uniform", "loguniform", "choice", "normal")
