@@ -18,7 +18,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 REDUCE_WIDTH = 64  # kReduceRepeatElements
-V_BLOCK = 16  # the columns of one V product call: every vStep (and so every tile start) is a multiple
+V_BLOCK = 16  # columns per V-product call: every vStep is a multiple, so tiles start on block edges
 DOT_INPLACE_LIMIT = 512  # partial sums land at 8r < 64: fullRepeats <= 8 (docs/design-notes.md §6)
 
 
@@ -63,12 +63,13 @@ def v_matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.
     one BLAS call per ``V_BLOCK`` columns (into ``out`` if given: any view with unit column stride).
 
     The kernel computes every output column the same way whatever the tile width; one BLAS call need
-    not: OpenBLAS's sgemm (Haswell kernels) gives the first 8 and the last 8 + n % 8 columns of a
-    product other bits than the columns between them, and on more than one thread splits large
-    products' columns between threads. In calls of 16 columns every column sits at the same place of
-    a call of the same shape in every tiling (tile starts are multiples of 16), and the calls stay
-    under OpenBLAS's threading threshold (m * k * 16 <= 64 * 256 * 16), so a column's bits depend on
-    its data only. A trailing block narrower than 16 runs padded with zero columns.
+    not: OpenBLAS's sgemm (Haswell kernels) gives a product's first 8 and last 8 + n % 8 columns
+    other bits than the columns between them, and on more than one thread it splits a product with
+    m·n·k > 262144 between threads, which moves those edges again. In calls of 16 columns a column
+    always sits at the same place of a call of the same shape (tiles start on multiples of 16), so
+    its bits depend on its data only, whatever the tile width or the operands' alignment; and for
+    m·k <= 64·256 (every dk <= 256) the calls stay on one thread, whatever the thread count.
+    A trailing block narrower than 16 runs padded with zero columns.
     """
     *lead, k, n = b.shape
     pad = -n % V_BLOCK
