@@ -2,6 +2,9 @@
 outputs bit for bit the baseline's, UB accounting against independent formulas, the records each
 variant replaces, the overflow report, and prefetch's measured gain against the overlap bound."""
 
+import os
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -11,11 +14,13 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kernel_cases import args, inputs
 
 import cgdr_des
 from cgdr_des.cli.app import main
 from cgdr_des.errors import InputError, KernelDiagnostic
-from cgdr_des.kernel.functional import make_launch, run_functional
+from cgdr_des.kernel.batched import compute_numbers
+from cgdr_des.kernel.functional import build_launch, make_launch, run_functional
 from cgdr_des.kernel.launch import Shape
 from cgdr_des.kernel.tiling import compute_tiling, static_diagnostics
 from cgdr_des.kernel.variants import VARIANTS, variant_fields
@@ -82,6 +87,76 @@ def test_host_accounted_variants_keep_the_outputs_on_a_128_shape(name):
     assert res.meta["v_step"] < base.meta["v_step"]
     for key in ("out", "final_state"):
         assert np.array_equal(base.outputs[key], res.outputs[key])
+
+
+def _v_step_ubs(dk: int, dv: int, nv: int) -> dict:
+    """One UB size per vStep the host picks for the shape (a smaller UB, a narrower tile)."""
+    found = {}
+    for ub in range(UB, 0, -2048):
+        try:
+            found.setdefault(compute_tiling(t=256, hqk=nv, dk=dk, hv=nv, dv=dv, batch=2, ub_size=ub,
+                                            aiv_num=8).v_step, ub)
+        except InputError:
+            return found
+    return found
+
+
+def test_every_v_step_gives_the_same_fp32_state_and_outputs():
+    """dk = dv = 128 at every vStep from 128 down to 16: the fp32 state the workspace carries between
+    chunks (far more sensitive than the fp16 outputs: one fp32 bit rarely survives the cast) and
+    out and final_state are the full-width tile's, bit for bit."""
+    x = inputs([130], 2, 2, 128, 128, seed=11)
+    ubs = _v_step_ubs(128, 128, 2)
+    assert sorted(ubs) == list(range(16, 129, 16))
+    runs = {}
+    for v_step, ub in ubs.items():
+        launch = build_launch(*args(x), numerics="kernel", ub_size=ub)
+        compute_numbers(launch)
+        assert launch.tiling.v_step == v_step
+        runs[v_step] = launch
+    want = runs[128]
+    assert np.any(want.workspace != 0)
+    for v_step, got in runs.items():
+        np.testing.assert_array_equal(got.workspace[..., :128], want.workspace[..., :128], err_msg=f"vStep {v_step}")
+        np.testing.assert_array_equal(got.out, want.out, err_msg=f"vStep {v_step}")
+        np.testing.assert_array_equal(got.final_state, want.final_state, err_msg=f"vStep {v_step}")
+
+
+CHILD = """
+import hashlib, sys
+import numpy as np
+layout = np.ones(int(sys.argv[1]), dtype=np.uint8)  # moves every later allocation
+import cgdr_des
+from cgdr_des.kernel.variants import variant_fields
+from cgdr_des.scenario import Scenario
+
+def run(**kernel):
+    res = cgdr_des.simulate(Scenario.from_dict({
+        "name": "v", "shape": {"nk": 2, "nv": 2, "dk": 128, "dv": 128}, "workload": {"lengths": [70]},
+        "kernel": kernel, "sim": {"fidelity": "phase"}}))
+    return res.outputs["out"].tobytes() + res.outputs["final_state"].tobytes()
+
+base = run()
+for name in ("prefetch", "state_db", "buffer_num2"):
+    if run(**variant_fields(name)) != base:
+        sys.exit(f"{name}: outputs differ from the baseline's")
+print(hashlib.sha256(base).hexdigest())
+"""
+
+
+@pytest.mark.slow  # three fresh interpreters import the package (~2.5 s each) and simulate four runs
+def test_the_128_shape_variants_agree_in_fresh_processes_of_other_layouts_and_blas_threads():
+    """Three fresh interpreters, each with its heap shifted by a different allocation and with one or
+    two BLAS threads: in each the variants give the baseline's outputs, and all give the same."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(cgdr_des.__file__).parents[1]),
+                                                       os.environ.get("PYTHONPATH", "")]))
+    procs = [subprocess.Popen([sys.executable, "-c", CHILD, str(size)], env=dict(env, OPENBLAS_NUM_THREADS=threads),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for size, threads in ((1, "1"), (24_593, "2"), (3_000_017, "1"))]
+    results = [p.communicate(timeout=300) + (p.returncode,) for p in procs]
+    for _, err, code in results:
+        assert code == 0, err
+    assert len({out for out, _, _ in results}) == 1
 
 
 def test_instr_fidelity_runs_every_variant_with_the_same_outputs():

@@ -5,7 +5,9 @@ for every lane of a leading axis at once (one lane per head: numpy's stacked mat
 call per lane as a 2-D product, so a lane's numbers do not depend on how many lanes run beside it),
 keeping the precision structure that matters: DotFp32's 64-wide partial sums accumulated by the
 scalar unit in fp32, Axpy chains accumulated in the working dtype (fp32 in ``kernel`` numerics). The
-order of additions inside one partial sum or one product is numpy's (see launch.py).
+order of additions inside one partial sum or one product is numpy's (see launch.py), with one rule
+for the products over a V-tile's columns (:func:`v_matmul`): they run 16 columns at a time, so a
+column's value does not depend on the tile width.
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 REDUCE_WIDTH = 64  # kReduceRepeatElements
+V_BLOCK = 16  # columns per V-product call: every vStep is a multiple, so tiles start on block edges
 DOT_INPLACE_LIMIT = 512  # partial sums land at 8r < 64: fullRepeats <= 8 (docs/design-notes.md §6)
 
 
@@ -52,6 +56,42 @@ def recursive_attn(buf: np.ndarray, chunk_len: int) -> None:
     for i in range(2, chunk_len):
         a[..., i, :i - 1] += (a[..., i:i + 1, 1:i] @ a[..., 1:i, :i - 1])[..., 0, :]
     np.copyto(buf[..., :chunk_len, :chunk_len], a, where=tril_mask(chunk_len, -1))
+
+
+def v_matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """``a @ b`` for a ``b`` whose columns are a V-tile's: ``[..., m, k] x [..., k, n] -> [..., m, n]``,
+    one BLAS call per ``V_BLOCK`` columns (into ``out`` if given: any view with unit column stride).
+
+    The kernel computes every output column the same way whatever the tile width; one BLAS call need
+    not: OpenBLAS's sgemm (Haswell kernels) gives a product's first 8 and last 8 + n % 8 columns
+    other bits than the columns between them, and on more than one thread it splits a product with
+    m·n·k > 262144 between threads, which moves those edges again. In calls of 16 columns a column
+    always sits at the same place of a call of the same shape (tiles start on multiples of 16), so
+    its bits depend on its data only, whatever the tile width or the operands' alignment; and for
+    m·k <= 64·256 (every dk <= 256) the calls stay on one thread, whatever the thread count.
+    A trailing block narrower than 16 runs padded with zero columns.
+    """
+    *lead, k, n = b.shape
+    pad = -n % V_BLOCK
+    if pad:
+        wide = v_matmul(a, np.concatenate([b, np.zeros((*lead, k, pad), dtype=b.dtype)], axis=-1))
+        if out is None:
+            return wide[..., :n]
+        out[...] = wide[..., :n]
+        return out
+    if out is None:
+        lanes = np.broadcast_shapes(a.shape[:-2], tuple(lead))
+        out = np.empty((*lanes, a.shape[-2], n), dtype=np.result_type(a, b))
+    np.matmul(a[..., None, :, :], _column_blocks(b), out=_column_blocks(out, writeable=True))
+    return out
+
+
+def _column_blocks(x: np.ndarray, writeable: bool = False) -> np.ndarray:
+    """``[..., r, n]`` seen as ``[..., n / V_BLOCK, r, V_BLOCK]`` (a view, no copy)."""
+    *lead, r, n = x.shape
+    *ls, rs, cs = x.strides
+    return as_strided(x, shape=(*lead, n // V_BLOCK, r, V_BLOCK), strides=(*ls, V_BLOCK * cs, rs, cs),
+                      writeable=writeable)
 
 
 def tril_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:

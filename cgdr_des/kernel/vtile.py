@@ -80,7 +80,7 @@ def compute_value_new(core, ch, out: list) -> None:
     L, V = ch.L, core.v_aligned
     if core.numerics != "off":
         a = _v2(core, "chunkScoresFp32", CS)[:, :L, :L]
-        _v2(core, "chunkAttnOutFp32", V)[:, :L] = cm.tril_matmul(a, _v2(core, "chunkVFp32", V)[:, :L])
+        cm.v_matmul(np.tril(a), _v2(core, "chunkVFp32", V)[:, :L], out=_v2(core, "chunkAttnOutFp32", V)[:, :L])
     if out is None:
         return
     a0, v0 = core.ub("chunkAttnOutFp32"), core.ub("chunkVFp32")
@@ -134,7 +134,8 @@ def compute_v_new(core, ch, out: list) -> None:
         kcd = _v2(core, "chunkKFp32", sh.align_k)[:, :L, :sh.dk]
         s = _v2(core, "stateInFp32", V)[:, :sh.dk]
         u = _v2(core, "chunkAttnOutFp32", V)[:, :L]
-        _v2(core, "chunkVFp32", V)[:, :L] = -(kcd @ s) + u
+        v_new = cm.v_matmul(kcd, s, out=_v2(core, "chunkVFp32", V)[:, :L])
+        np.subtract(u, v_new, out=v_new)  # U - K_cd S: the same bits as -(K_cd S) + U
     if out is None:
         return
     v0, s0, a0 = core.ub("chunkVFp32"), core.ub("stateInFp32"), core.ub("chunkAttnOutFp32")
@@ -154,7 +155,7 @@ def compute_attn_inter(core, ch, out: list) -> None:
     if core.numerics != "off":
         q = rows(core, ch, "query") * core.launch.ft(sh.scale)
         q = q * core.views["expGCumFp32"][:, :L, None]
-        _v2(core, "chunkAttnOutFp32", V)[:, :L] = q @ _v2(core, "stateInFp32", V)[:, :sh.dk]
+        cm.v_matmul(q, _v2(core, "stateInFp32", V)[:, :sh.dk], out=_v2(core, "chunkAttnOutFp32", V)[:, :L])
     if out is None:
         return
     a0, s0, gm = core.ub("chunkAttnOutFp32"), core.ub("stateInFp32"), core.launch.gm
@@ -179,7 +180,7 @@ def accum_output(core, ch, out: list) -> None:
     if core.numerics != "off":
         m = _v2(core, "decayMaskFp32", CS)[:, :L, :L]
         o = _v2(core, "chunkAttnOutFp32", V)
-        o[:, :L] = o[:, :L] + cm.tril_matmul(m, _v2(core, "chunkVFp32", V)[:, :L])
+        o[:, :L] += cm.v_matmul(np.tril(m), _v2(core, "chunkVFp32", V)[:, :L])
     if out is None:
         return
     a0, v0 = core.ub("chunkAttnOutFp32"), core.ub("chunkVFp32")
@@ -275,7 +276,7 @@ def _update_state_numerics(core, ch, v_i: int, cv: int) -> None:
     s = _v2(core, "stateInFp32", V)
     s[:, :sh.dk] *= core.views["expGCumFp32"][:, L - 1, None, None]
     coeff = rows(core, ch, "key") * _decay_factors(core, ch)[:, :, None]
-    s[:, :sh.dk] += np.swapaxes(coeff, -1, -2) @ _v2(core, "chunkVFp32", V)[:, :L]
+    s[:, :sh.dk] += cm.v_matmul(np.swapaxes(coeff, -1, -2), _v2(core, "chunkVFp32", V)[:, :L])
     heads = core.lanes(ch)[0]
     if ch.is_last:
         core.launch.final_state[ch.b, heads, v_i:v_i + cv, :] = np.swapaxes(s[:, :sh.dk, :cv], -1, -2)
