@@ -67,7 +67,7 @@ def run_one(sc: Scenario, out: Path, csv: bool, target: OutputDir) -> tuple[obje
     if result.meta.get("nonfinite"):
         notes.append(f"{result.meta['nonfinite']} (written as asked by [sim] nonfinite = \"keep\")")
     for note in notes:
-        click.echo(f"warning    {note}", err=True)
+        click.echo(f"{getattr(note, 'kind', 'warning'):<10} {note}", err=True)
     return result, written
 
 

@@ -22,6 +22,7 @@ import dataclasses
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from cgdr_des.results.outdir import OutputDir, check_complete, write_manifest
-from cgdr_des.results.plots import plot_all
+from cgdr_des.results.plots import plot_run
 from cgdr_des.results.result import Result
 from cgdr_des.results.trace import trace_from_result, trace_notes, write_trace
 
@@ -74,9 +75,16 @@ def write_files(result: Result, out: Path, *, csv: bool = False, trace: bool = T
         written["trace"] = write_trace(tr, out / "trace.json")
         notes = trace_notes(tr["otherData"], result.meta["clock_mhz"], _makespan(result))
     if plots:
-        for path in plot_all(result, out, **_gantt_options(_scenario_dict(result))):
-            written[path.stem] = path
+        paths, gantt_notes = plot_run(result, out, **_gantt_options(_scenario_dict(result)))
+        written.update({path.stem: path for path in paths})
+        notes += [Note(n) for n in gantt_notes]
     return written, notes
+
+
+class Note(str):
+    """A console note that is not a warning (what the Gantt shows): ``kind`` labels its line."""
+
+    kind = "note"
 
 
 def _makespan(result: Result) -> int | None:
@@ -118,19 +126,25 @@ def read_result(out_dir: str | Path, *, field: str = "out_dir") -> Result:
                   meta=saved["meta"])
 
 
-def replot(out_dir: str | Path, *, field: str = "out_dir") -> list[Path]:
+def replot(out_dir: str | Path, *, field: str = "out_dir", gantt: Callable[[Result], dict] | None = None,
+           notes: list[str] | None = None) -> list[Path]:
     """Redraw the PNGs of a written run from its saved frames; returns the files written.
 
+    ``gantt(result)`` ({"gantt_core", "gantt_window"}, the window in cycles), when given, replaces
+    the scenario's ``[output]`` choice; what the Gantt shows is appended to ``notes``.
     The PNGs are drawn in a temporary sibling, moved in one by one (``os.replace``: a reader sees the
     old plot or the new one) and the manifest is rewritten with their new sizes and hashes.
     """
     out = Path(out_dir)
     result = read_result(out, field=field)
+    options = gantt(result) if gantt else _gantt_options(result.scenario)
     with tempfile.TemporaryDirectory(prefix=f".{out.name}.cgdr-plot-", dir=out.absolute().parent) as tmp:
-        drawn = plot_all(result, Path(tmp), **_gantt_options(result.scenario))
+        drawn, gantt_notes = plot_run(result, Path(tmp), **options)
         for path in drawn:
             os.replace(path, out / path.name)
     write_manifest(out)
+    if notes is not None:
+        notes.extend(gantt_notes)
     return [out / path.name for path in drawn]
 
 
