@@ -17,8 +17,10 @@ shipped scenario (within a factor of 2, README "Benchmarks"):
   ``instr`` up to the cap on kept rows), a cost per row the Chrome trace keeps (at most ``[sim]
   max_trace_events``), and a fixed cost for the PNGs.
 
-The times are CPU seconds: on a quiet machine the run's wall time (it runs on one core), on a shared
-one the wall time is longer by however much else runs.
+The times are CPU seconds: on a quiet machine the run's wall time (it runs on one core). On a shared
+one the wall time is longer by however much else runs: ``validate`` and ``run`` measure the share
+of a core they get (:func:`cpu_share`, a 50 ms busy loop) and, below 80 %, print the time divided by
+it beside the CPU seconds.
 
 Memory counts what grows with the launch above the ~190 MiB the interpreter and libraries take:
 
@@ -80,11 +82,34 @@ class Estimate:
     tensor_bytes: int = 0
     note: str = ""
 
-    def line(self) -> str:
-        """``estimate   ~1.2 GiB peak memory, ~35 s (4 768 chunk items)`` for the console."""
+    def line(self, share: float = 1.0) -> str:
+        """``estimate   ~1.2 GiB peak memory, ~35 s (4 768 chunk items)`` for the console; with
+        ``share`` (of a core this process gets, :func:`cpu_share`) below BUSY_SHARE the time is
+        stretched by it and the CPU seconds are given too."""
         note = f"; {self.note}" if self.note else ""
-        return (f"estimate   ~{format_bytes(self.memory_bytes)} peak memory, ~{_format_seconds(self.seconds)} "
-                f"({self.items:,} chunk items){note}")
+        took = f"~{_format_seconds(self.seconds)}"
+        if share < BUSY_SHARE:
+            took = (f"~{_format_seconds(self.seconds / max(share, MIN_SHARE))} on this busy machine "
+                    f"(~{_format_seconds(self.seconds)} of CPU; {share:.0%} of a core free now)")
+        return f"estimate   ~{format_bytes(self.memory_bytes)} peak memory, {took} ({self.items:,} chunk items){note}"
+
+
+#: Below this share of a core the estimate's line stretches the time (a quiet machine reads 0.9-1.0)
+BUSY_SHARE = 0.8
+MIN_SHARE = 0.05
+PROBE_SECONDS = 0.05
+
+
+def cpu_share(probe: float = PROBE_SECONDS) -> float:
+    """The share of one core this process gets now: the CPU time a busy loop of ``probe`` wall
+    seconds obtains (1.0 on an idle machine, about 0.4 on two cores running four other such jobs).
+    The run is single-threaded, so its wall time is about its CPU time divided by this."""
+    import time
+
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    while (wall := time.perf_counter()) - wall0 < probe:
+        pass
+    return min(1.0, (time.process_time() - cpu0) / (wall - wall0))
 
 
 def estimate(lengths, *, nk: int, nv: int, dk: int, dv: int, v_step: int, ub_rest_bytes: int,

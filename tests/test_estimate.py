@@ -202,6 +202,26 @@ def test_format_seconds(seconds, want):
 def test_the_console_line_names_memory_time_and_items():
     line = es.Estimate(memory_bytes=3 * 2**29, seconds=90.0, items=4768).line()
     assert line == "estimate   ~1.5 GiB peak memory, ~1.5 min (4,768 chunk items)"
+    assert es.Estimate(memory_bytes=3 * 2**29, seconds=90.0, items=4768).line(share=es.BUSY_SHARE) == line
+
+
+def test_on_a_busy_machine_the_line_divides_the_time_by_the_share_of_a_core():
+    line = es.Estimate(memory_bytes=3 * 2**29, seconds=90.0, items=4768).line(share=0.25)
+    assert line == ("estimate   ~1.5 GiB peak memory, ~6.0 min on this busy machine (~1.5 min of CPU; "
+                    "25% of a core free now) (4,768 chunk items)")
+
+
+def test_the_share_of_a_core_is_cpu_time_over_wall_time_of_a_busy_loop(monkeypatch):
+    assert 0 < es.cpu_share(0.01) <= 1.0
+    clock = {"wall": 0.0}
+
+    def wall():
+        clock["wall"] += 0.01
+        return clock["wall"]
+
+    monkeypatch.setattr("time.perf_counter", wall)
+    monkeypatch.setattr("time.process_time", lambda: 0.4 * clock["wall"])  # another job takes 60 % of the core
+    assert es.cpu_share(0.05) == pytest.approx(0.4)
 
 
 @pytest.mark.parametrize("text", ["", "G", "-1G", "4X", "1.2.3M", "0", "0.0001"])

@@ -13,7 +13,7 @@ import click
 import numpy as np
 
 from cgdr_des.errors import InputError
-from cgdr_des.estimate import check_memory, parse_size, scenario_estimate
+from cgdr_des.estimate import check_memory, cpu_share, parse_size, scenario_estimate
 from cgdr_des.results.export import write_files
 from cgdr_des.results.outdir import OutputDir
 from cgdr_des.results.progress import ProgressBar
@@ -51,7 +51,7 @@ def output_dir(out: Path, force: bool) -> OutputDir:
 def check_estimate(sc: Scenario, max_memory: str | None) -> None:
     """Print the memory/time estimate of ``sc`` and refuse it above ``--max-memory``."""
     est = scenario_estimate(sc, validate_tiling(sc))
-    click.echo(est.line())
+    click.echo(est.line(cpu_share()))
     check_memory(est, parse_size(max_memory))
 
 
