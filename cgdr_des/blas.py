@@ -53,6 +53,23 @@ def resolve_threads(blas_threads=None) -> int | None:
     return DEFAULT_THREADS
 
 
+_controller = None
+
+
+def _blas_controller():
+    """One threadpoolctl controller for the process: making one scans the loaded libraries (~1 ms,
+    which a sweep's many tiny points would feel); limiting through it reads each library's current
+    count on entry and puts it back on exit (~10 µs). It holds the BLAS numpy loaded when it was
+    made, the only one the simulator calls."""
+    global _controller
+    if _controller is None:
+        import numpy  # noqa: F401 -- its BLAS must be loaded for the controller to find it
+        from threadpoolctl import ThreadpoolController  # lazy: only a numeric call needs it
+
+        _controller = ThreadpoolController()
+    return _controller
+
+
 @contextmanager
 def blas_limit(blas_threads=None):
     """Run the body with the resolved BLAS thread count, restoring the caller's on the way out."""
@@ -60,9 +77,7 @@ def blas_limit(blas_threads=None):
     if n is None:
         yield
         return
-    from threadpoolctl import threadpool_limits  # lazy: only a numeric call needs it
-
-    with threadpool_limits(limits=n, user_api="blas"):
+    with _blas_controller().limit(limits=n, user_api="blas"):
         yield
 
 
