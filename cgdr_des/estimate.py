@@ -15,7 +15,7 @@ shipped scenario (within a factor of 2, README "Benchmarks"):
   instruction record (~10 L^2 + 29 L dk per chunk of L tokens per head and V-tile);
 - writing: a cost per ops row (Parquet; ~94 rows per chunk item at ``phase``, one per record at
   ``instr`` up to the cap on kept rows), a cost per row the Chrome trace keeps (at most ``[sim]
-  max_trace_events``), and a fixed cost for the PNGs.
+  max_trace_events``), a cost per byte of the compressed outputs, and a fixed cost for the PNGs.
 
 The times are CPU seconds: on a quiet machine the run's wall time (it runs on one core). On a shared
 one the wall time is longer by however much else runs: ``validate`` and ``run`` measure the share
@@ -49,19 +49,20 @@ import numpy as np
 from cgdr_des.errors import InputError
 
 # Measured by analysis/benchmarks/bench_estimate.py --calibrate (2026-12-02, the 2-core development
-# machine, CPU seconds: what the run takes when nothing else competes for its core). Seconds, bytes.
-START_SECONDS = 1.0                # `cgdr-des run` of a 1-token launch without plots or trace
-PLOT_SECONDS = 0.64                # the PNGs (the Gantt draws at most 20 000 operations)
-PHASE_SECONDS_PER_ITEM = 1.5e-3    # simulating one chunk item at phase fidelity, numbers included
-SPLIT_SECONDS_PER_ITEM = 8.2e-3    # the same with V-tiles split over cores
-INSTR_SECONDS_PER_RECORD = 1.2e-6  # simulating one instruction record at instr fidelity
+# machine shared with other work; CPU seconds, the median of 3 runs). Seconds, bytes.
+START_SECONDS = 1.2                # `cgdr-des run` of a 1-token launch without plots or trace
+PLOT_SECONDS = 1.7                 # loading matplotlib and drawing the PNGs (the Gantt: at most 20 000 ops)
+PHASE_SECONDS_PER_ITEM = 2.2e-3    # simulating one chunk item at phase fidelity, numbers included
+SPLIT_SECONDS_PER_ITEM = 1.4e-2    # the same with V-tiles split over cores
+INSTR_SECONDS_PER_RECORD = 1.4e-6  # simulating one instruction record at instr fidelity
 PHASE_ROWS_PER_ITEM = 94           # ops rows of one chunk item at phase fidelity
-WRITE_SECONDS_PER_ROW = 5.9e-7     # the frames to Parquet, per ops row
-TRACE_SECONDS_PER_ROW = 9.6e-6     # the Chrome trace, per ops row it keeps (flag arrows included)
+WRITE_SECONDS_PER_ROW = 8.9e-7     # the frames to Parquet, per ops row
+OUTPUT_SECONDS_PER_BYTE = 3.0e-8   # outputs.npz (compressed), per byte of out and final_state
+TRACE_SECONDS_PER_ROW = 1.6e-5     # the Chrome trace, per ops row it keeps (flag arrows included)
 BASE_BYTES = 181 * 2**20           # peak RSS of a 1-token run with plots
 PHASE_BYTES_PER_ITEM = 86_000      # the machine's records in flight, ops rows and spans, per chunk item
 INSTR_BYTES_PER_ROW = 330          # the same per instruction row at instr fidelity
-TRACE_BYTES_PER_ROW = 2_300        # the trace's events (dicts, then JSON text) and frames, per row kept
+TRACE_BYTES_PER_ROW = 2_350        # the trace's events (dicts, then JSON text) and frames, per row kept
 OPS_ROW_LIMIT = 2_000_000          # as cgdr_des.simulation: beyond it only spans are kept
 SPAN_BYTES_PER_ITEM = 4 * 1024     # instr with rows dropped: one span row per phase and step
 SPAN_ROWS_PER_ITEM = 20            # span rows of one chunk item when the ops rows are dropped
@@ -133,7 +134,8 @@ def estimate(lengths, *, nk: int, nv: int, dk: int, dv: int, v_step: int, ub_res
         rows = items * PHASE_ROWS_PER_ITEM
         simulating = items * PHASE_BYTES_PER_ITEM
         seconds = items * (SPLIT_SECONDS_PER_ITEM if split else PHASE_SECONDS_PER_ITEM)
-    seconds += START_SECONDS + rows * WRITE_SECONDS_PER_ROW
+    seconds += START_SECONDS + rows * WRITE_SECONDS_PER_ROW + _output_bytes(tokens, batch, nv, dk, dv, numerics) * \
+        OUTPUT_SECONDS_PER_BYTE
     kept = min(rows, max_trace_events) if trace else 0
     seconds += kept * TRACE_SECONDS_PER_ROW
     # the machine's memory is freed before the trace is built: the peak is the larger of the two
@@ -141,6 +143,14 @@ def estimate(lengths, *, nk: int, nv: int, dk: int, dv: int, v_step: int, ub_res
     if plots:
         seconds += PLOT_SECONDS
     return Estimate(int(mem), float(seconds), int(items), int(rows), int(tensors))
+
+
+def _output_bytes(tokens: int, batch: int, nv: int, dk: int, dv: int, numerics: str) -> int:
+    """out and final_state as outputs.npz holds them (fp16, float64 for ``exact``, none for ``off``)."""
+    if numerics == "off":
+        return 0
+    width = 8 if numerics == "exact" else 2
+    return width * nv * dv * (tokens + batch * dk)
 
 
 def _tensor_bytes(tokens: int, batch: int, nk: int, nv: int, dk: int, dv: int, ub_rest: int,
