@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import os
 from contextlib import contextmanager
+from contextvars import ContextVar
 
 from cgdr_des.errors import InputError
 
@@ -70,15 +71,40 @@ def _blas_controller():
     return _controller
 
 
+#: True inside a blas_limit: the numeric functions below it then leave the count as the call set it
+_ACTIVE: ContextVar[bool] = ContextVar("cgdr_des_blas_limit_active", default=False)
+
+
 @contextmanager
 def blas_limit(blas_threads=None):
     """Run the body with the resolved BLAS thread count, restoring the caller's on the way out."""
     n = resolve_threads(blas_threads)
-    if n is None:
-        yield
-        return
-    with _blas_controller().limit(limits=n, user_api="blas"):
-        yield
+    token = _ACTIVE.set(True)
+    try:
+        if n is None:
+            yield
+        else:
+            with _blas_controller().limit(limits=n, user_api="blas"):
+                yield
+    finally:
+        _ACTIVE.reset(token)
+
+
+def numeric_work(fn):
+    """Decorator for the functions that compute the kernel's numbers (the functional run, the
+    head-batched numbers, the Cube-era outputs): inside an op call or ``simulate`` they run at the
+    count the call chose; called on their own they take the default (one thread, or the environment
+    variable's). Their products then give the same bits whichever way they are reached, whatever the
+    machine's core count: OpenBLAS splits a product differently for 1 and 2 threads."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if _ACTIVE.get():
+            return fn(*args, **kwargs)
+        with blas_limit():
+            return fn(*args, **kwargs)
+
+    return wrapper
 
 
 def limits_blas(fn):

@@ -133,3 +133,36 @@ def test_a_bad_keyword_value_is_an_input_error_naming_it(value, seen):
         op(blas_threads=value)
     assert info.value.field == "blas_threads"
     assert not seen
+
+
+def test_numeric_work_takes_the_default_alone_and_the_call_s_count_inside_a_call(seen):
+    inside = []
+
+    @blas.numeric_work
+    def numbers():
+        inside.append(blas_threads_now())
+
+    with threadpool_limits(limits=2, user_api="blas"):
+        before = blas_threads_now()
+        numbers()                      # on its own: the default, one thread
+        with blas.blas_limit(2):       # inside a call that chose two: left at two
+            numbers()
+        with blas.blas_limit(0):       # inside a call that left the caller's: the caller's
+            numbers()
+        assert blas_threads_now() == before
+    assert [only(c) for c in inside] == [{1}, {2}, {2}]
+
+
+def test_the_functional_run_and_simulate_give_the_same_bits_whatever_the_caller_s_threads():
+    """OpenBLAS splits a product differently at 1 and 2 threads; the numbers must not care."""
+    from cgdr_des.kernel.functional import build_launch, run_functional
+
+    x = make_inputs(np.array([130, 70], np.int32), 2, 4, 64, 128, seed=5)
+    outs = []
+    for outer in (1, 2):
+        with threadpool_limits(limits=outer, user_api="blas"):
+            launch = build_launch(*x.kwargs().values(), numerics="kernel", ub_size=262144, aiv_num=8)
+            outs.append(run_functional(launch, "greedy", emit=False).out)
+            outs.append(cgdr_des.chunk_gated_delta_rule(**x.kwargs(), fidelity="phase").out)
+    for other in outs[1:]:
+        np.testing.assert_array_equal(outs[0], other)
