@@ -3,74 +3,154 @@
 ``validate`` and ``run`` print the estimate and refuse (one line, exit 2) a launch whose memory
 estimate is above ``--max-memory`` (default: half of this machine's RAM; ``none`` lifts the cap).
 
-The model counts what grows with the launch (measured on the shipped scenarios; peak RSS above the
-~120 MiB the interpreter and libraries take):
+Wall time is that of ``cgdr-des run`` as the user sees it: start-up (interpreter, libraries, the
+scenario), the simulation, and the writing (Parquet, the Chrome trace, the PNGs). Its parts are
+per-unit costs measured by ``analysis/benchmarks/bench_estimate.py --calibrate`` on synthetic
+launches (the constants below, with the date), and the same script checks them against every
+shipped scenario (within a factor of 2, README "Benchmarks"):
+
+- simulation at ``phase`` fidelity: a cost per chunk item (chunk x head x V-tile), several times
+  larger when V-tiles are split over cores, where every core compiles the phases that read GM by
+  scalar against its own data cache instead of reusing one compilation; at ``instr`` a cost per
+  instruction record (~10 L^2 + 29 L dk per chunk of L tokens per head and V-tile);
+- writing: a cost per ops row (Parquet; ~94 rows per chunk item at ``phase``, one per record at
+  ``instr`` up to the cap on kept rows), a cost per row the Chrome trace keeps (at most ``[sim]
+  max_trace_events``), a cost per byte of the compressed outputs, and a fixed cost for the PNGs.
+
+The times are CPU seconds: on a quiet machine the run's wall time (it runs on one core). On a shared
+one the wall time is longer by however much else runs: ``validate`` and ``run`` measure the share
+of a core they get (:func:`cpu_share`, a 50 ms busy loop) and, below 80 %, print the time divided by
+it beside the CPU seconds.
+
+Memory counts what grows with the launch above the ~190 MiB the interpreter and libraries take:
 
 - tensors, per (token, value head) with ``kernel`` numerics: the fp16 inputs and their widened
   copies (``2 + w`` bytes per q, k, v and beta element, w = 4 for fp32, 8 for ``exact``), g, and
   out; per (sequence, head): initial and final state, the widened copy and the workspace (exactly
   the launch's arrays, tested); one UB lane of ``ub_rest_bytes`` per head for the head-batched numbers. ``off``: g only.
-- timing, per (chunk, head, V-tile) item: ~64 KiB at ``phase`` fidelity (ops rows, spans, the
-  machine's records in flight); at ``instr`` ~380 bytes per instruction row, rows capped as the
-  simulation caps them (beyond that only spans are kept).
+- timing, per chunk item at ``phase`` fidelity (the machine's records in flight, ops rows, spans);
+  at ``instr`` per instruction row, rows capped as the simulation caps them (beyond that only spans
+  are kept); or, when larger, the trace's events per row it keeps (the machine's memory is freed
+  by the time the trace is built).
 
-It is an estimate (within a factor of ~2 on the shipped scenarios), meant to stop a run that
-cannot fit long before it would exhaust the machine, not to budget one that can.
+It is an estimate, meant to stop a run that cannot fit long before it would exhaust the machine and
+to say whether a run takes seconds or an hour, not to budget one exactly. A machine busy with other
+work is slower than the constants say.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from cgdr_des.errors import InputError
 
-BASE_BYTES = 120 * 2**20
-PHASE_BYTES_PER_ITEM = 64 * 1024
-INSTR_BYTES_PER_ROW = 380          # ops row plus the record it came from (small: 473 MiB / 1.27 M rows)
+# Measured by analysis/benchmarks/bench_estimate.py --calibrate (2026-12-02, the 2-core development
+# machine shared with other work; CPU seconds, the median of 3 runs). Seconds, bytes.
+START_SECONDS = 1.2                # `cgdr-des run` of a 1-token launch without plots or trace
+PLOT_SECONDS = 1.7                 # loading matplotlib and drawing the PNGs (the Gantt: at most 20 000 ops)
+PHASE_SECONDS_PER_ITEM = 2.2e-3    # simulating one chunk item at phase fidelity, numbers included
+SPLIT_SECONDS_PER_ITEM = 1.4e-2    # the same with V-tiles split over cores
+INSTR_SECONDS_PER_RECORD = 1.4e-6  # simulating one instruction record at instr fidelity
+PHASE_ROWS_PER_ITEM = 94           # ops rows of one chunk item at phase fidelity
+WRITE_SECONDS_PER_ROW = 8.9e-7     # the frames to Parquet, per ops row
+OUTPUT_SECONDS_PER_BYTE = 3.0e-8   # outputs.npz (compressed), per byte of out and final_state
+TRACE_SECONDS_PER_ROW = 1.6e-5     # the Chrome trace, per ops row it keeps (flag arrows included)
+BASE_BYTES = 181 * 2**20           # peak RSS of a 1-token run with plots
+PHASE_BYTES_PER_ITEM = 86_000      # the machine's records in flight, ops rows and spans, per chunk item
+INSTR_BYTES_PER_ROW = 330          # the same per instruction row at instr fidelity
+TRACE_BYTES_PER_ROW = 2_350        # the trace's events (dicts, then JSON text) and frames, per row kept
 OPS_ROW_LIMIT = 2_000_000          # as cgdr_des.simulation: beyond it only spans are kept
 SPAN_BYTES_PER_ITEM = 4 * 1024     # instr with rows dropped: one span row per phase and step
-PHASE_SECONDS_PER_ITEM = 3e-3      # lognormal_batch: 13.5 s wall for 4 768 items on a quiet 2-core machine
-INSTR_ROWS_PER_SECOND = 1.8e5      # records timed, numbers computed and frames built, per second
+SPAN_ROWS_PER_ITEM = 20            # span rows of one chunk item when the ops rows are dropped
+DEFAULT_TRACE_EVENTS = 200_000     # [sim] max_trace_events' default: the trace keeps at most this many rows
 CHUNK = 64
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
 class Estimate:
-    """Peak memory (bytes) and wall time (seconds) of one run, and the items that drive them."""
+    """Peak memory (bytes) and wall time (seconds) of one run, the items and ops rows that drive
+    them, the bytes of the launch's arrays among the memory, and a note on what it does not cover."""
 
     memory_bytes: int
     seconds: float
     items: int
+    rows: int = 0
+    tensor_bytes: int = 0
+    note: str = ""
 
-    def line(self) -> str:
-        """``estimate   ~1.2 GiB peak memory, ~35 s (4 768 chunk items)`` for the console."""
-        return (f"estimate   ~{format_bytes(self.memory_bytes)} peak memory, ~{_format_seconds(self.seconds)} "
-                f"({self.items:,} chunk items)")
+    def line(self, share: float = 1.0) -> str:
+        """``estimate   ~1.2 GiB peak memory, ~35 s (4 768 chunk items)`` for the console; with
+        ``share`` (of a core this process gets, :func:`cpu_share`) below BUSY_SHARE the time is
+        stretched by it and the CPU seconds are given too."""
+        note = f"; {self.note}" if self.note else ""
+        took = f"~{_format_seconds(self.seconds)}"
+        if share < BUSY_SHARE:
+            took = (f"~{_format_seconds(self.seconds / max(share, MIN_SHARE))} on this busy machine "
+                    f"(~{_format_seconds(self.seconds)} of CPU; {share:.0%} of a core free now)")
+        return f"estimate   ~{format_bytes(self.memory_bytes)} peak memory, {took} ({self.items:,} chunk items){note}"
+
+
+#: Below this share of a core the estimate's line stretches the time (a quiet machine reads 0.9-1.0)
+BUSY_SHARE = 0.8
+MIN_SHARE = 0.05
+PROBE_SECONDS = 0.05
+
+
+def cpu_share(probe: float = PROBE_SECONDS) -> float:
+    """The share of one core this process gets now: the CPU time a busy loop of ``probe`` wall
+    seconds obtains (1.0 on an idle machine, about 0.4 on two cores running four other such jobs).
+    The run is single-threaded, so its wall time is about its CPU time divided by this."""
+    import time
+
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    while (wall := time.perf_counter()) - wall0 < probe:
+        pass
+    return min(1.0, (time.process_time() - cpu0) / (wall - wall0))
 
 
 def estimate(lengths, *, nk: int, nv: int, dk: int, dv: int, v_step: int, ub_rest_bytes: int,
-             numerics: str, fidelity: str) -> Estimate:
-    """The estimate of a launch of sequences ``lengths`` (see the module docstring for the model)."""
+             numerics: str, fidelity: str, split: bool = False, trace: bool = True, plots: bool = True,
+             max_trace_events: int = DEFAULT_TRACE_EVENTS) -> Estimate:
+    """The estimate of a ``cgdr-des run`` of sequences ``lengths`` (see the module docstring):
+    ``split`` whether the V-tiles are split over cores, ``trace`` and ``plots`` whether they are written."""
     lens = np.asarray(lengths, dtype=np.int64)
     tokens, batch = int(lens.sum()), int(lens.size)
     tiles = -(-dv // v_step)
     chunks = int((-(-lens // CHUNK)).sum())
     items = chunks * nv * tiles
-    mem = BASE_BYTES + _tensor_bytes(tokens, batch, nk, nv, dk, dv, ub_rest_bytes, numerics)
+    tensors = _tensor_bytes(tokens, batch, nk, nv, dk, dv, ub_rest_bytes, numerics)
+    mem = BASE_BYTES + tensors
     if fidelity == "instr":
-        rows = _instr_records(lens, dk) * nv * tiles
-        kept = rows if rows <= OPS_ROW_LIMIT else 0
-        mem += kept * INSTR_BYTES_PER_ROW + items * SPAN_BYTES_PER_ITEM
-        seconds = rows / INSTR_ROWS_PER_SECOND
+        records = _instr_records(lens, dk) * nv * tiles
+        rows = records if records <= OPS_ROW_LIMIT else items * SPAN_ROWS_PER_ITEM
+        simulating = (records * INSTR_BYTES_PER_ROW if records <= OPS_ROW_LIMIT else 0) + items * SPAN_BYTES_PER_ITEM
+        seconds = records * INSTR_SECONDS_PER_RECORD
     else:
-        mem += items * PHASE_BYTES_PER_ITEM
-        seconds = items * PHASE_SECONDS_PER_ITEM
-    return Estimate(int(mem), float(seconds), int(items))
+        rows = items * PHASE_ROWS_PER_ITEM
+        simulating = items * PHASE_BYTES_PER_ITEM
+        seconds = items * (SPLIT_SECONDS_PER_ITEM if split else PHASE_SECONDS_PER_ITEM)
+    seconds += START_SECONDS + rows * WRITE_SECONDS_PER_ROW + _output_bytes(tokens, batch, nv, dk, dv, numerics) * \
+        OUTPUT_SECONDS_PER_BYTE
+    kept = min(rows, max_trace_events) if trace else 0
+    seconds += kept * TRACE_SECONDS_PER_ROW
+    # the machine's memory is freed before the trace is built: the peak is the larger of the two
+    mem += max(simulating, kept * TRACE_BYTES_PER_ROW)
+    if plots:
+        seconds += PLOT_SECONDS
+    return Estimate(int(mem), float(seconds), int(items), int(rows), int(tensors))
+
+
+def _output_bytes(tokens: int, batch: int, nv: int, dk: int, dv: int, numerics: str) -> int:
+    """out and final_state as outputs.npz holds them (fp16, float64 for ``exact``, none for ``off``)."""
+    if numerics == "off":
+        return 0
+    width = 8 if numerics == "exact" else 2
+    return width * nv * dv * (tokens + batch * dk)
 
 
 def _tensor_bytes(tokens: int, batch: int, nk: int, nv: int, dk: int, dv: int, ub_rest: int,
@@ -144,7 +224,15 @@ def _format_seconds(s: float) -> str:
 
 
 def scenario_estimate(sc, tiling) -> Estimate:
-    """:func:`estimate` for a validated scenario and its tiling."""
+    """:func:`estimate` of ``cgdr-des run`` for a validated scenario and its tiling (of a scenario
+    with a ``[study]``: its one batch as ``run`` runs it; the note says a tail study is not covered)."""
+    from cgdr_des.kernel.dispatch import should_split_v_tiles
+
     s = sc.shape
-    return estimate(sc.lengths(), nk=s.nk, nv=s.nv, dk=s.dk, dv=s.dv, v_step=tiling.v_step,
-                    ub_rest_bytes=tiling.ub_rest_bytes, numerics=sc.sim.numerics, fidelity=sc.sim.fidelity)
+    est = estimate(sc.lengths(), nk=s.nk, nv=s.nv, dk=s.dk, dv=s.dv, v_step=tiling.v_step,
+                   ub_rest_bytes=tiling.ub_rest_bytes, numerics=sc.sim.numerics, fidelity=sc.sim.fidelity,
+                   split=should_split_v_tiles(s.dv, tiling.v_step, tiling.block_dim, s.nv),
+                   trace=sc.sim.trace, plots=sc.output.plots, max_trace_events=sc.sim.max_trace_events)
+    if "study" in sc.model_fields_set:
+        est = replace(est, note="of 'cgdr-des run' (one batch); a 'cgdr-des tail' study is not estimated")
+    return est

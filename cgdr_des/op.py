@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cgdr_des.blas import limits_blas
 from cgdr_des.errors import InputError
 from cgdr_des.kernel.functional import build_launch, run_functional
 from cgdr_des.numerics.finite import check_outputs, nonfinite
@@ -128,15 +129,18 @@ def _check_scale(scale_value) -> None:
 KERNEL_VERSIONS = ("vector", "cube", "cube-pre1174")
 
 
+@limits_blas
 def chunk_gated_delta_rule(query, key, value, beta, initial_state, actual_seq_lengths, g=None,
                            scale_value=1.0, *, numerics="kernel", hardware="atlas-300i-duo",
                            buffer_num=1, policy="greedy", fidelity="phase",
-                           kernel_version="vector") -> OpResult:
+                           kernel_version="vector", blas_threads=None) -> OpResult:
     """Run the op on ``hardware``: ``"phase"`` (default) or ``"instr"`` fidelity time the kernel
     programs and attach the frames as ``.result``; ``"functional"`` runs the same programs with no
     machine (outputs and per-phase instruction counts in ``.counts``, no timing).
     ``kernel_version``: ``"vector"`` (the vector-only kernel), ``"cube"`` (the Cube-era kernel,
-    docs/kernel-cube.md) or ``"cube-pre1174"`` (the same before its L0C events were added)."""
+    docs/kernel-cube.md) or ``"cube-pre1174"`` (the same before its L0C events were added).
+    ``blas_threads``: BLAS threads during the call (None: ``CGDR_DES_BLAS_THREADS`` or 1; 0 or
+    ``"default"``: the caller's), the caller's setting restored afterwards (cgdr_des/blas.py)."""
     actual_seq_lengths = as_lengths(actual_seq_lengths)  # a list or int64 array: the kernel's int32 from here
     validate_inputs(query, key, value, beta, initial_state, actual_seq_lengths, g, scale_value)
     if fidelity not in ("functional", "phase", "instr"):

@@ -7,6 +7,7 @@ the same numbers the functional run computes, since both pull the same programs.
 
 from __future__ import annotations
 
+from cgdr_des.blas import limits_blas
 from cgdr_des.hw import Machine, load_profile
 from cgdr_des.hw.costs import check_timing_fields
 from cgdr_des.hw.phase import PhaseCompiler
@@ -116,8 +117,11 @@ def estimated_rows(launch, fidelity: str) -> int:
     return total * sh.nv
 
 
-def simulate(scenario, *, progress=None):
-    """Run one scenario; ``progress(done, total)`` is called as work items start."""
+@limits_blas
+def simulate(scenario, *, progress=None, blas_threads=None):
+    """Run one scenario; ``progress(done, total)`` is called as work items start. ``blas_threads``:
+    BLAS threads during the run (None: ``CGDR_DES_BLAS_THREADS`` or 1; 0 or ``"default"``: the
+    caller's), the caller's setting restored afterwards (cgdr_des/blas.py)."""
     sc = scenario
     prof = load_profile(sc.profile_ref(), dict(sc.hardware.overrides))
     lengths = sc.lengths()

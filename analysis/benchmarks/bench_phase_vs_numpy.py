@@ -1,28 +1,70 @@
-"""Phase fidelity with kernel numerics on long_t2048 vs a vectorised numpy float64 chunked reference.
+"""Phase fidelity with kernel numerics on long_t2048 vs a vectorised numpy float64 chunked reference,
+at the environment's default BLAS threads and at one BLAS thread, in one run of this script.
 
-Prints both wall times, measured side by side in this process on the same drawn inputs (best of five,
-interleaved), and their ratio (goal <= 1.5); the simulator is timed through the op API, as the
-reference is handed its tensors. The
-reference is the WY/UT chunked algorithm of docs/math.md §2, batched over heads (one einsum per
+``--threads both`` (the default) runs this script twice in child processes, because the thread count
+of OpenBLAS is set when numpy loads it: ``--threads default`` leaves the environment as it is (what a
+user gets: the reference at OpenBLAS's default thread count, the simulator at its own default of one
+BLAS thread, cgdr_des/blas.py), ``--threads 1`` sets ``OPENBLAS_NUM_THREADS=1`` (and the OpenMP and
+MKL equivalents) before numpy loads, so both sides run at one thread. Each child prints both wall
+times, measured side by side on the same drawn inputs (best of five, interleaved), and their ratio
+(goal <= 1.5 in both); the simulator is timed through the op API, as the reference is handed its
+tensors. The ``default`` child also times the op once with ``blas_threads=0`` (the environment's
+threads inside the simulator too): what the one-thread limit saves. Other OPENBLAS_* variables
+(OPENBLAS_CORETYPE, OPENBLAS_L2_SIZE) pass through untouched.
+
+The reference is the WY/UT chunked algorithm of docs/math.md §2, batched over heads (one einsum per
 step for all 16 heads), float64, with no timing model: the floor a simulator that also computes the
-outputs is measured against. Both run with one BLAS thread (set below, before numpy loads BLAS;
-an environment that sets the thread count itself keeps it).
+outputs is measured against.
 """
 # ruff: noqa: E402 -- the BLAS thread count must be set before numpy is imported
 
 from __future__ import annotations
 
+import argparse
 import os
+import re
+import subprocess
+import sys
+import time
 
-# One BLAS thread for both sides, set before numpy loads BLAS: the reference's batched products would
-# otherwise run on every core while the simulator's small ones do not, and thread start-up is noise.
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def _options() -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
+    ap.add_argument("--threads", choices=("both", "default", "1"), default="both",
+                    help="BLAS threads of both sides: the environment's default, one, or both in turn (default)")
+    ap.add_argument("--repeat", type=int, default=5, help="interleaved runs of each side; the best is kept")
+    return ap.parse_args()
+
+
+def run_both(repeat: int) -> None:
+    """Each setting in its own child process (the thread count is fixed when numpy loads BLAS)."""
+    ratios = {}
+    for threads in ("default", "1"):
+        out = subprocess.run([sys.executable, __file__, "--threads", threads, "--repeat", str(repeat)],
+                             check=True, capture_output=True, text=True).stdout
+        print(f"--- --threads {threads}")
+        print(out, end="")
+        ratios[threads] = re.search(r"ratio simulate / reference: ([\d.]+)", out).group(1)
+    print(f"side by side: simulate / numpy = {ratios['default']} at the default BLAS threads, "
+          f"{ratios['1']} at one thread (goal <= 1.5 in both)")
+
+
+if __name__ == "__main__":
+    OPTIONS = _options()
+    if OPTIONS.threads == "both":
+        run_both(OPTIONS.repeat)
+        sys.exit(0)
+    if OPTIONS.threads == "1":  # before numpy loads BLAS
+        os.environ.update({var: "1" for var in THREAD_VARS})
 
 import numpy as np
 from common import shipped, timed
+from threadpoolctl import threadpool_info
 
 import cgdr_des
+from cgdr_des.blas import blas_limit, resolve_threads
 from cgdr_des.kernel.batched import compute_numbers
 from cgdr_des.kernel.functional import build_launch
 from cgdr_des.workload.tensors import make_inputs
@@ -54,30 +96,48 @@ def chunked_reference(q, k, v, beta, g, s0, scale, chunk=64):
     return np.moveaxis(out, 0, 1), np.swapaxes(state, 1, 2)
 
 
-def main(repeat: int = 5) -> None:
+def blas_threads() -> str:
+    """``openblas: 2`` for each BLAS library numpy loaded, as threadpoolctl sees it now."""
+    return ", ".join(f"{lib['internal_api']}: {lib['num_threads']}" for lib in threadpool_info()
+                     if lib["user_api"] == "blas") or "none found"
+
+
+def main(threads: str, repeat: int = 5) -> None:
     sc = shipped("long_t2048")
     s = sc.shape
     x = make_inputs(sc.lengths(), s.nk, s.nv, s.dk, s.dv, seed=sc.workload.seed)
     ref_args = (x.query, x.key, x.value, x.beta, x.g, x.initial_state[0], x.scale_value)
-    t_ref = t_sim = float("inf")
+    op_kw = dict(hardware=sc.hardware.profile, fidelity="phase", policy=sc.kernel.policy,
+                 buffer_num=sc.kernel.buffer_num)
+    t_ref = t_sim = c_ref = c_sim = float("inf")
     for _ in range(repeat):  # interleaved, best of each: the machine is shared and noisy
+        c0 = time.process_time()
         t, (ref_out, _) = timed(chunked_reference, *ref_args)
-        t_ref = min(t_ref, t)
-        t, res = timed(cgdr_des.chunk_gated_delta_rule, **x.kwargs(), hardware=sc.hardware.profile,
-                       fidelity="phase", policy=sc.kernel.policy, buffer_num=sc.kernel.buffer_num)
-        t_sim = min(t_sim, t)
+        c1 = time.process_time()
+        t_ref, c_ref = min(t_ref, t), min(c_ref, c1 - c0)
+        t, res = timed(cgdr_des.chunk_gated_delta_rule, **x.kwargs(), **op_kw)
+        t_sim, c_sim = min(t_sim, t), min(c_sim, time.process_time() - c1)
     t_scen, _ = timed(cgdr_des.simulate, sc)
-    t_num = min(timed(compute_numbers, build_launch(**x.kwargs()))[0] for _ in range(repeat))
+    with blas_limit():  # the head-batched numbers at the simulator's thread count, as inside the op
+        t_num = min(timed(compute_numbers, build_launch(**x.kwargs()))[0] for _ in range(repeat))
     err = np.sqrt(np.mean((res.out.astype(np.float64) - ref_out) ** 2) / np.mean(ref_out ** 2))
-    print(f"BLAS threads: {os.environ['OPENBLAS_NUM_THREADS']} (OpenBLAS), both sides")
+    set_by = ", ".join(f"{v}={os.environ[v]}" for v in THREAD_VARS if v in os.environ) or "none set"
+    print(f"BLAS threads: the reference at {blas_threads()} ({set_by}); the simulator at its default "
+          f"(cgdr_des/blas.py: {resolve_threads()})")
     print(f"numpy float64 chunked reference (16 heads batched):  {t_ref:8.3f} s")
     print(f"cgdr-des phase fidelity, kernel numerics, same input: {t_sim:8.3f} s "
           f"(makespan {int(res.result.summary.makespan_cycles[0]):,} cycles; out nrmse vs reference {err:.1e})")
     print(f"  of which the head-batched numbers (kernel/batched.py): {t_num:8.3f} s; timing (phase compile, replay, "
           f"frames): {t_sim - t_num:.3f} s")
     print(f"  (the scenario end to end, drawing its inputs too:   {t_scen:8.3f} s)")
+    if threads == "default":
+        t_env, _ = timed(cgdr_des.chunk_gated_delta_rule, **x.kwargs(), **op_kw, blas_threads=0)
+        print(f"  (the op with blas_threads=0, the environment's threads inside it too: {t_env:8.3f} s, once)")
+    # CPU time counts every thread's: at one thread it is what the wall time would be on a quiet machine
+    print(f"  (CPU seconds, best of {repeat}: reference {c_ref:.3f} s, simulate {c_sim:.3f} s, ratio "
+          f"{c_sim / c_ref:.2f})")
     print(f"ratio simulate / reference: {t_sim / t_ref:.2f}  (goal <= 1.5)")
 
 
 if __name__ == "__main__":
-    main()
+    main(OPTIONS.threads, OPTIONS.repeat)

@@ -54,11 +54,11 @@ def output_dir(out: Path, force: bool, command: str = "run", *, in_place: bool =
 
 def check_estimate(sc: Scenario, max_memory: str | None) -> None:
     """Print the memory/time estimate of ``sc`` and refuse it above ``--max-memory``."""
-    from cgdr_des.estimate import check_memory, parse_size, scenario_estimate
+    from cgdr_des.estimate import check_memory, cpu_share, parse_size, scenario_estimate
     from cgdr_des.scenario import validate_tiling
 
     est = scenario_estimate(sc, validate_tiling(sc))
-    click.echo(est.line())
+    click.echo(est.line(cpu_share()))
     check_memory(est, parse_size(max_memory))
 
 
@@ -79,7 +79,7 @@ def run_one(sc: Scenario, out: Path, csv: bool, target: OutputDir) -> tuple[obje
     if result.meta.get("nonfinite"):
         notes.append(f"{result.meta['nonfinite']} (written as asked by [sim] nonfinite = \"keep\")")
     for note in notes:
-        click.echo(f"warning    {note}", err=True)
+        click.echo(f"{getattr(note, 'kind', 'warning'):<10} {note}", err=True)
     return result, written
 
 

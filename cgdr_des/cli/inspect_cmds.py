@@ -53,11 +53,26 @@ def schema() -> None:
 
 @main.command()
 @click.argument("directory", type=click.Path(path_type=Path))
-def plot(directory: Path) -> None:
-    """Redraw the PNG plots of a run directory from its saved frames."""
-    from cgdr_des.results.export import replot
+@click.option("--core", type=click.IntRange(min=0), default=None,
+              help="Core of the Gantt (default: the critical core, the one that finishes last).")
+@click.option("--window", metavar="T0:T1", default=None,
+              help="Gantt window in µs (default: the core's longest work item, whole); an end past the "
+                   "run's is clipped, a start past it refused.")
+def plot(directory: Path, core: int | None, window: str | None) -> None:
+    """Redraw the PNG plots of a run directory from its saved frames; --core and --window choose the
+    Gantt's core and time window (they replace the scenario's [output] gantt_core / gantt_window)."""
+    from functools import partial
 
+    from cgdr_des.results.export import replot
+    from cgdr_des.results.plots import gantt_choice, parse_window_us
+
+    if window is not None:
+        parse_window_us(window)  # a malformed window is refused before the frames are read
     if not (directory / "meta.json").is_file():
         raise InputError("DIRECTORY", str(directory), "a directory written by 'cgdr-des run'")
-    for path in replot(directory, field="DIRECTORY"):  # refuses an incomplete directory
+    choose = partial(gantt_choice, core=core, window=window) if core is not None or window is not None else None
+    notes: list[str] = []
+    for path in replot(directory, field="DIRECTORY", gantt=choose, notes=notes):  # refuses an incomplete directory
         click.echo(str(path))
+    for note in notes:
+        click.echo(f"note       {note}", err=True)

@@ -14,10 +14,12 @@ rewrites what it reads, which the bit-identity tests check on every output shape
 
 from __future__ import annotations
 
+from cgdr_des.blas import numeric_work
 from cgdr_des.kernel.launch import CoreState, Launch, ceil_div, should_split
 from cgdr_des.kernel.program import ReuseStage, process_item
 
 
+@numeric_work
 def compute_numbers(launch: Launch) -> None:
     """Fill launch.out / final_state (and the workspace) for every (batch, head) item."""
     if launch.numerics == "off":

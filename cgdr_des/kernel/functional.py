@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cgdr_des.blas import numeric_work
 from cgdr_des.errors import InputError
 from cgdr_des.isa import Dma, Scalar, Tag, record_kind
 from cgdr_des.kernel.dispatch import assign_items
@@ -92,6 +93,7 @@ def count_records(records: Iterable, counts: Counter) -> None:
             counts[(phase, "bytes_" + rec.pipe)] += rec.nbytes
 
 
+@numeric_work
 def run_functional(launch: Launch, policy: str = "greedy", *, emit: bool = True) -> FunctionalResult:
     """Run every core's program without the machine: the outputs and the record counts per (phase, kind).
 

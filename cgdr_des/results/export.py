@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from cgdr_des.results.outdir import OutputDir, Redraw, check_complete
-from cgdr_des.results.plots import plot_all
+from cgdr_des.results.plots import plot_run
 from cgdr_des.results.result import Result
 from cgdr_des.results.trace import trace_from_result, trace_notes, write_trace
 
@@ -72,9 +73,16 @@ def write_files(result: Result, out: Path, *, csv: bool = False, trace: bool = T
         written["trace"] = write_trace(tr, out / "trace.json")
         notes = trace_notes(tr["otherData"], result.meta["clock_mhz"], _makespan(result))
     if plots:
-        for path in plot_all(result, out, **_gantt_options(_scenario_dict(result))):
-            written[path.stem] = path
+        paths, gantt_notes = plot_run(result, out, **_gantt_options(_scenario_dict(result)))
+        written.update({path.stem: path for path in paths})
+        notes += [Note(n) for n in gantt_notes]
     return written, notes
+
+
+class Note(str):
+    """A console note that is not a warning (what the Gantt shows): ``kind`` labels its line."""
+
+    kind = "note"
 
 
 def _makespan(result: Result) -> int | None:
@@ -116,9 +124,12 @@ def read_result(out_dir: str | Path, *, field: str = "out_dir") -> Result:
                   meta=saved["meta"])
 
 
-def replot(out_dir: str | Path, *, field: str = "out_dir") -> list[Path]:
+def replot(out_dir: str | Path, *, field: str = "out_dir", gantt: Callable[[Result], dict] | None = None,
+           notes: list[str] | None = None) -> list[Path]:
     """Redraw the PNGs of a written run from its saved frames; returns the files written.
 
+    ``gantt(result)`` ({"gantt_core", "gantt_window"}, the window in cycles), when given, replaces
+    the scenario's ``[output]`` choice; what the Gantt shows is appended to ``notes``.
     Under the output's lock (``results/outdir.py`` ``Redraw``; refused while a writer holds it) the
     run is read, its files linked into a staging copy, the PNGs redrawn there and the whole swapped
     into place with a new manifest: a reader sees the old plots or the new ones, and the plots are
@@ -127,7 +138,10 @@ def replot(out_dir: str | Path, *, field: str = "out_dir") -> list[Path]:
     out = Path(out_dir)
     with Redraw(out, field=field, command="run") as staging:
         result = read_result(staging, field=field)
-        drawn = plot_all(result, staging, **_gantt_options(result.scenario))
+        options = gantt(result) if gantt else _gantt_options(result.scenario)
+        drawn, gantt_notes = plot_run(result, staging, **options)
+    if notes is not None:
+        notes.extend(gantt_notes)
     return [out / path.name for path in drawn]
 
 

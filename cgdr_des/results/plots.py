@@ -6,17 +6,21 @@ Every title names the scenario; every time axis is in µs.
   each core's tokens (the unit the source's scan balances) and ``avgload`` on a second axis: an
   item's fixed work makes short items cost far more time than their tokens say;
 - ``finish_cdf.png``: empirical CDF of core finish times (µs);
-- ``gantt_core{N}.png``: pipe Gantt of one core (default: the critical core, the one that finishes
-  last; the title says which and why) in a cycle window.
+- ``gantt_core{N}.png``: pipe Gantt of one core in a time window (:func:`gantt_view` picks them).
+  Default: the critical core (the one that finishes last) and its longest work item, whole; a
+  scenario's ``[output]`` gantt_core / gantt_window or ``cgdr-des plot DIR --core N --window T0:T1``
+  choose others. At most ``GANTT_MAX_OPS`` operations are drawn: past that the window is shortened
+  to end where the first operation left out starts. The title and the console note say which core,
+  which window (µs), why, and what is left out.
   One row per pipe lane (overlapping instructions of a pipe are spread over lanes exactly as in the
-  Chrome trace), coloured by kernel phase; an aggregated run shows its spans on one PHASE row. More than
-  ``GANTT_MAX_OPS`` rows in the window are cut to the earliest ones and the title says so;
+  Chrome trace), coloured by kernel phase; an aggregated run shows its spans on one PHASE row;
 - ``buffer_compare.png`` (``plot_buffer_compare``): makespan and per-core finish for each buffer_num.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +32,10 @@ from matplotlib.cm import ScalarMappable
 from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
 
+from cgdr_des.errors import InputError
 from cgdr_des.results.trace import THREAD_NAMES, assign_lanes
 
+#: Operations one Gantt draws at most: beyond ~20 000 bars the PNG takes seconds and shows no more.
 GANTT_MAX_OPS = 20_000
 PIPE_ORDER = ("S", "V", "MTE2", "MTE3", "ALL")
 DPI = 110
@@ -91,13 +97,19 @@ def last_core(cores: pd.DataFrame) -> int:
     return int(cores.sort_values(["finish", "core"], ascending=[False, True]).iloc[0]["core"])
 
 
-def gantt_rows(ops: pd.DataFrame, core: int, window: Sequence[int] | None,
-               max_ops: int = GANTT_MAX_OPS) -> tuple[pd.DataFrame, bool]:
-    """The core's rows in the window (earliest ``max_ops``), with a ``row`` label per pipe lane."""
+def _meeting(ops: pd.DataFrame, core: int, window: Sequence[int] | None) -> pd.DataFrame:
+    """The core's ops that meet [w0, w1): start before w1 and end after w0 (or an instant inside),
+    earliest first."""
     df = ops[ops["core"] == core]
     if window is not None:
         df = df[(df["start"] < window[1]) & ((df["end"] > window[0]) | (df["start"] >= window[0]))]
-    df = df.sort_values("start", kind="stable")
+    return df.sort_values("start", kind="stable")
+
+
+def gantt_rows(ops: pd.DataFrame, core: int, window: Sequence[int] | None,
+               max_ops: int = GANTT_MAX_OPS) -> tuple[pd.DataFrame, bool]:
+    """The core's rows in the window (earliest ``max_ops``), with a ``row`` label per pipe lane."""
+    df = _meeting(ops, core, window)
     cut = len(df) > max_ops
     df = df.head(max_ops).copy()
     lanes = np.zeros(len(df), np.int64)
@@ -110,10 +122,124 @@ def gantt_rows(ops: pd.DataFrame, core: int, window: Sequence[int] | None,
     return df, cut
 
 
+@dataclass(frozen=True)
+class GanttView:
+    """What one Gantt shows: ``core``, the ``window`` [t0, t1) in cycles, its ``rows`` (from
+    :func:`gantt_rows`), ``why`` that core and window, and ``left_out`` (empty: nothing)."""
+
+    core: int
+    window: tuple[int, int]
+    rows: pd.DataFrame
+    why: str
+    left_out: str
+
+    def shows(self, clock_mhz: float) -> str:
+        """``core 4, 1,234.5-1,300.2 µs (its longest work item: ...), 96 operations``."""
+        t0, t1 = (t / clock_mhz for t in self.window)
+        return f"core {self.core}, {t0:,.1f}-{t1:,.1f} µs ({self.why}), {len(self.rows):,} operations"
+
+    def note(self, path: str | Path, clock_mhz: float) -> str:
+        """The console line: what the PNG shows and what it leaves out."""
+        rest = f"; left out: {self.left_out}" if self.left_out else ""
+        return (f"{Path(path).name} shows {self.shows(clock_mhz)}{rest}; "
+                "'cgdr-des plot DIR --core N --window T0:T1' (µs) draws any other")
+
+
+def _us(cycles: float, clock_mhz: float) -> str:
+    return f"{cycles / clock_mhz:,.1f}"
+
+
+def default_item(items: pd.DataFrame, core: int) -> pd.Series | None:
+    """The core's longest work item in time (earliest on ties), or None for a core with no item."""
+    mine = items[items["core"] == core]
+    if mine.empty:
+        return None
+    dur = (mine["end"] - mine["start"]).to_numpy()
+    order = np.lexsort((mine["start"].to_numpy(), -dur))
+    return mine.iloc[int(order[0])]
+
+
+def gantt_view(ops: pd.DataFrame, items: pd.DataFrame, cores: pd.DataFrame, *, clock_mhz: float,
+               core: int | None = None, window: Sequence[int] | None = None,
+               max_ops: int = GANTT_MAX_OPS) -> GanttView:
+    """Choose the Gantt's core and window (cycles; clipped to the run) and its rows; see the module
+    docstring. ``core`` None: the critical core; ``window`` None: the core's longest item, whole."""
+    critical = last_core(cores)
+    core = critical if core is None else int(core)
+    who = "the critical core" if core == critical else f"the critical core is {critical}"
+    end_of_run = int(cores["finish"].max()) if len(cores) else 0
+    item = default_item(items, core) if window is None else None
+    if window is not None:
+        t0, t1 = int(window[0]), min(int(window[1]), max(end_of_run, int(window[0]) + 1))
+        what = f"the window asked for; {who}"
+        rest = [f"the window past the run's end ({_us(end_of_run, clock_mhz)} µs) was clipped"] \
+            if t1 < int(window[1]) else []
+    elif item is None:
+        t0, t1, rest = 0, max(end_of_run, 1), []
+        what = f"the whole run: core {core} ran no work item; {who}"
+    else:
+        t0, t1 = int(item["start"]), int(item["end"])
+        tile = f"V-tile {int(item['vtile'])}, " if int(item["vtile"]) >= 0 else ""  # -1: not split
+        what = (f"batch {int(item['batch'])}, head {int(item['head'])}, {tile}{int(item['seqlen'])} tokens; "
+                f"{who}")
+        n_items = int((items["core"] == core).sum())
+        finish = _us(int(cores.set_index("core").loc[core, "finish"]), clock_mhz)
+        rest = [f"its other {n_items - 1:,} work items (the rest of its 0.0-{finish} µs)"] if n_items > 1 else []
+    starts = _meeting(ops, core, (t0, t1))["start"].to_numpy()
+    cut = starts.size > max_ops and starts[max_ops] > t0
+    if cut:
+        # end the window where the first op past the cap starts: what is drawn is then exactly
+        # what meets the shorter window
+        cut_at = int(starts[max_ops])
+        rest.insert(0, f"{int((starts >= cut_at).sum()):,} of the window's {starts.size:,} operations "
+                       f"({_us(cut_at, clock_mhz)}-{_us(t1, clock_mhz)} µs), past the {max_ops:,}-operation cap")
+        t1 = cut_at
+    if item is not None:
+        what = f"its longest work item, {'its start' if cut else 'whole'}: {what}"
+    rows, _ = gantt_rows(ops, core, (t0, t1), max_ops)
+    return GanttView(core, (t0, t1), rows, what, ", ".join(rest))
+
+
+def parse_window_us(text: str, field: str = "--window") -> tuple[float, float]:
+    """``"T0:T1"`` (µs, 0 <= T0 < T1) -> (T0, T1); anything else is an InputError on ``field``."""
+    allowed = "T0:T1 in µs with 0 <= T0 < T1, e.g. 0:250.5"
+    head, sep, tail = str(text).partition(":")
+    try:
+        t0, t1 = float(head), float(tail)
+    except ValueError:
+        raise InputError(field, text, allowed) from None
+    if not sep or not (np.isfinite(t0) and np.isfinite(t1)) or t0 < 0 or t1 <= t0:
+        raise InputError(field, text, allowed)
+    return t0, t1
+
+
+def gantt_choice(result: Any, core: int | None, window: str | None) -> dict[str, Any]:
+    """The Gantt options of ``cgdr-des plot DIR --core N --window T0:T1`` for ``result``: the core
+    must be one of the run's, the window (µs, made cycles) must start before the run's end (its end
+    past it is clipped, and the note says so)."""
+    cores = sorted(int(c) for c in result.cores["core"])
+    if core is not None and core not in cores:
+        raise InputError("--core", core, f"a core of this run, {cores[0]}..{cores[-1]}" if cores else "no cores")
+    cycles = None
+    if window is not None:
+        clock = float(result.meta["clock_mhz"])
+        t0, t1 = parse_window_us(window)
+        end = float(result.cores["finish"].max()) / clock if len(result.cores) else 0.0
+        if t0 >= end:
+            raise InputError("--window", window, f"a window that starts before the run's end, {end:,.1f} µs")
+        cycles = (int(round(t0 * clock)), max(int(round(t1 * clock)), int(round(t0 * clock)) + 1))
+    return {"gantt_core": core, "gantt_window": cycles}
+
+
 def plot_gantt(ops: pd.DataFrame, path: str | Path, *, core: int, window: Sequence[int] | None = None,
-               max_ops: int = GANTT_MAX_OPS, clock_mhz: float = 1.0, title: str | None = None) -> Path:
-    """Pipe Gantt of ``core`` in ``window`` (cycles), one row per pipe lane, coloured by phase; x in µs."""
-    df, cut = gantt_rows(ops, core, window, max_ops)
+               max_ops: int = GANTT_MAX_OPS, clock_mhz: float = 1.0, title: str | None = None,
+               rows: pd.DataFrame | None = None) -> Path:
+    """Pipe Gantt of ``core`` in ``window`` (cycles), one row per pipe lane, coloured by phase; x in µs.
+    ``rows``: the rows to draw, already chosen (:func:`gantt_view`); else :func:`gantt_rows`'s."""
+    cut = False
+    df = rows
+    if df is None:
+        df, cut = gantt_rows(ops, core, window, max_ops)
     rows = sorted(set(zip(df["row_key"], df["row"], strict=True)))
     y = {name: i for i, (_, name) in enumerate(rows)}
     phases = sorted(df["phase"].astype(str).unique())
@@ -128,12 +254,15 @@ def plot_gantt(ops: pd.DataFrame, path: str | Path, *, core: int, window: Sequen
         ax.broken_barh(spans, (y[row] - 0.4, 0.8), facecolors=colours[phase], linewidth=0)
     ax.set_yticks(range(len(rows)), [name for _, name in rows])
     ax.invert_yaxis()
+    if window is not None:
+        ax.set_xlim(window[0] / clock_mhz, window[1] / clock_mhz)
     for ph in phases[:20]:
         ax.bar(0, 0, color=colours[ph], label=ph)
     if phases:
         ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small", title="phase")
     note = f" (first {max_ops} ops)" if cut else ""
-    ax.set(xlabel="time (µs)", title=f"{title or f'core {core} pipe Gantt'}{note}")
+    ax.set_title(f"{title or f'core {core} pipe Gantt'}{note}", fontsize="medium")
+    ax.set_xlabel("time (µs)")
     return _save(fig, path)
 
 
@@ -166,18 +295,26 @@ def plot_buffer_compare(results_by_buffer_num: Mapping[int, Any], path: str | Pa
 def plot_all(result: Any, out_dir: str | Path, *, gantt_core: int | None = None,
              gantt_window: Sequence[int] | None = None) -> list[Path]:
     """The per-run plots into ``out_dir``; returns the files written."""
+    return plot_run(result, out_dir, gantt_core=gantt_core, gantt_window=gantt_window)[0]
+
+
+def plot_run(result: Any, out_dir: str | Path, *, gantt_core: int | None = None,
+             gantt_window: Sequence[int] | None = None) -> tuple[list[Path], list[str]]:
+    """The per-run plots into ``out_dir``; returns the files written and the console note saying
+    what the Gantt shows and leaves out."""
     out = Path(out_dir)
     clock = float(result.meta["clock_mhz"])
     name = str(result.meta.get("scenario_name", ""))
     paths = [plot_core_load(result.cores, result.items, out / "core_load.png", clock_mhz=clock, name=name,
                             avgload=result.meta.get("avgload")),
              plot_finish_cdf(result.cores, out / "finish_cdf.png", clock_mhz=clock, name=name)]
+    notes: list[str] = []
     if len(result.ops):
-        critical = last_core(result.cores)
-        core = critical if gantt_core is None else int(gantt_core)
-        finish = float(result.cores.set_index("core").loc[critical, "finish"]) / clock
-        why = (f"the critical core (finishes last, {finish:,.1f} µs)" if core == critical
-               else f"chosen by [output] gantt_core; the critical core is {critical}")
-        paths.append(plot_gantt(result.ops, out / f"gantt_core{core}.png", core=core, window=gantt_window,
-                                clock_mhz=clock, title=f"{name}: core {core} pipe Gantt, {why}"))
-    return paths
+        view = gantt_view(result.ops, result.items, result.cores, clock_mhz=clock, core=gantt_core,
+                          window=gantt_window)
+        path = out / f"gantt_core{view.core}.png"
+        left = f"\nleft out: {view.left_out}" if view.left_out else ""
+        paths.append(plot_gantt(result.ops, path, core=view.core, window=view.window, clock_mhz=clock,
+                                rows=view.rows, title=f"{name}: pipe Gantt of {view.shows(clock)}{left}"))
+        notes.append(view.note(path, clock))
+    return paths, notes

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cgdr_des.blas import numeric_work
 from cgdr_des.errors import KernelDiagnostic
 from cgdr_des.kernel.cube import tiling as ct
 from cgdr_des.kernel.tiling import CHUNK_SIZE
@@ -180,6 +181,7 @@ def gates_for(tiling, L: int) -> Gates:
                  ct.k_cumdecay_cube(tiling, L), ct.is_cube_fast_path(tiling, L))
 
 
+@numeric_work
 def compute_outputs(launch) -> None:
     """Every (batch, head, V-tile) of the launch, chunk after chunk: fills ``launch.out``,
     ``launch.final_state`` and the fp32 workspace state, as the Cube-era kernel computes them."""
