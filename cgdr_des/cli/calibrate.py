@@ -31,7 +31,9 @@ def calibrate(measurements: str, fields: str, out: Path, no_loo: bool) -> None:
     names = parse_fields(fields)
     ms = read_measurements(measurements)
     problem = build_problem(ms, names, load_scenario)
-    res = fit(problem, loo=not no_loo)
+    from cgdr_des.results.progress import Progress
+
+    res = fit(problem, loo=not no_loo, progress=Progress())
     out = common.prepare_out(out)
     ev = problem.evaluators[0]
     note = f"cgdr-des calibrate {Path(measurements).name} ({len(ms)} points, fields {','.join(names)})"

@@ -42,7 +42,9 @@ def measured(measurements: Path, out: Path, hypotheses: str) -> None:
         if name not in known:
             raise InputError("--hypotheses", name, f"one of {', '.join(known)}")
     csv = _csv_of(measurements)
-    df = compare_measured(csv, [known[n] for n in chosen], progress=lambda s: click.echo(f"running    {s}"))
+    from cgdr_des.results.progress import Progress
+
+    df = compare_measured(csv, [known[n] for n in chosen], progress=Progress())
     v = verdicts(df)
     out = common.prepare_out(out)
     df.to_csv(out / "measured.csv", index=False)

@@ -9,7 +9,7 @@ import click
 from cgdr_des.cli import common
 from cgdr_des.cli.app import main
 from cgdr_des.errors import InputError
-from cgdr_des.results.progress import ProgressBar
+from cgdr_des.results.progress import Progress
 from cgdr_des.scenario import load_scenario
 from cgdr_des.timing.sensitivity import DEFAULT_SAMPLES, DEFAULT_SEED
 
@@ -27,13 +27,12 @@ def parse_fields(text: str | None) -> list[str] | None:
 
 
 def sensitivity_of(sc, fields, samples: int, seed: int):
-    """Run the study with a progress bar."""
+    """Run the study, its progress on stderr."""
     from cgdr_des.timing.sensitivity import run_sensitivity
 
     if samples < 0:
         raise InputError("--samples", samples, "an integer >= 0")
-    with ProgressBar(f"{sc.name} sensitivity") as bar:
-        return run_sensitivity(sc, fields=fields, samples=samples, seed=seed, progress=bar)
+    return run_sensitivity(sc, fields=fields, samples=samples, seed=seed, progress=Progress())
 
 
 @main.command()
