@@ -65,11 +65,12 @@ def run_study(sc: Scenario, *, batches: int | None = None, policies: list[str] |
         costs = costs_for(prof, s.nk, s.nv, s.dk, s.dv, s.has_gamma, sc.kernel.buffer_num)
         stage.advance()
     names = _policies(requested, costs, sc.workload.batch)
-    with progress.stage(f"sampling {n:,} batches", 1) as stage:
+    with progress.stage(f"sampling {n:,} batch{'es' if n != 1 else ''}", 1) as stage:
         lengths = sample_batches(dist, sc.workload.batch, n, seed)
         stage.advance()
     frames, estimates = [], {}
-    with progress.stage(f"timing {n:,} batches x {len(names)} policies", len(names), "policies") as stage:
+    timing = f"timing {n:,} batch{'es' if n != 1 else ''} x {len(names)} polic{'ies' if len(names) != 1 else 'y'}"
+    with progress.stage(timing, len(names), "policies") as stage:
         items = items_of(costs, lengths)  # the same for every policy
         for name in names:
             estimates[name] = estimate(costs, lengths, name, items=items)
