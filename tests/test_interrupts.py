@@ -136,6 +136,8 @@ def test_a_sigkilled_sweep_leaves_no_process(tmp_path):
     cmd.proc.kill()
     cmd.proc.wait()
     assert_session_ends(cmd.sid)
+    cmd._reader.join(timeout=5)  # the pipe closes with the last process that held it
+    assert all(line.startswith("progress") for line in cmd.lines), "\n".join(cmd.lines)  # no warning, no traceback
     assert all(not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
                for pid in workers)
 
@@ -161,9 +163,9 @@ def test_an_interrupted_sweep_says_one_line_and_ends_its_workers(tmp_path, send,
     assert status.returncode == 0 and "failed 0" in status.stdout, status.stdout + status.stderr
 
 
-@pytest.mark.parametrize("command", ["run", "tail"])
+@pytest.mark.parametrize(("command", "sig"), [("run", signal.SIGINT), ("tail", signal.SIGINT), ("run", signal.SIGTERM)])
 @pytest.mark.parametrize("previous", [False, True])
-def test_ctrl_c_on_a_writing_command_leaves_out_as_it_was(tmp_path, command, previous):
+def test_an_interrupted_writing_command_leaves_out_as_it_was(tmp_path, command, sig, previous):
     (tmp_path / "s.toml").write_text(SLOW_RUN if command == "run" else SLOW_TAIL, encoding="utf-8")
     out = tmp_path / "o"
     if previous:  # a previous output of the same command, which --force would replace
@@ -176,10 +178,14 @@ def test_ctrl_c_on_a_writing_command_leaves_out_as_it_was(tmp_path, command, pre
     cmd = Command(command, "s.toml", "--out", "o", *(["--force"] if previous else []), cwd=tmp_path)
     cmd.working()
     time.sleep(0.5)
-    os.killpg(cmd.sid, signal.SIGINT)
+    if sig == signal.SIGINT:
+        os.killpg(cmd.sid, sig)  # Ctrl-C: the terminal signals the whole process group
+    else:
+        cmd.proc.send_signal(sig)
     rc, lines = cmd.finish()
-    assert rc == 130
-    assert lines == [f"interrupted: {command} stopped; --out is as it was before"]
+    assert rc == 128 + sig
+    how = "interrupted" if sig == signal.SIGINT else "terminated (SIGTERM)"
+    assert lines == [f"{how}: {command} stopped; --out is as it was before"]
     assert _tree(out) == before  # absent, or the previous output byte for byte
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".o.cgdr-tmp")) == []
     assert_session_ends(cmd.sid)

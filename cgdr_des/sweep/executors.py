@@ -38,6 +38,9 @@ from cgdr_des.sweep.work import Outcome, Task, one_line, run_point
 BLAS_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 #: seconds between a worker's checks that its parent is still alive
 WATCHDOG_INTERVAL = 0.5
+#: the resource tracker (started with the pool) warns of "leaked semaphores" when the sweep was
+#: SIGKILLed; it removes them all the same, so the warning would only tell the user what they did
+_QUIET_TRACKER = "ignore::UserWarning:multiprocessing.resource_tracker"
 _PR_SET_PDEATHSIG = 1
 RunPoint = Callable[[Task], Outcome]
 
@@ -77,7 +80,8 @@ class LocalPool(InProcess):
             # spawn: a fresh interpreter reads the BLAS variables when it first loads numpy (a forked
             # child would inherit the parent's already-started BLAS threads). The workers start in
             # submit(), all inside this block, with Ctrl-C ignored from their first instruction on.
-            with _env(BLAS_ENV), _ignored(signal.SIGINT):
+            warnings = ",".join(filter(None, [os.environ.get("PYTHONWARNINGS"), _QUIET_TRACKER]))
+            with _env({**BLAS_ENV, "PYTHONWARNINGS": warnings}), _ignored(signal.SIGINT):
                 pool = self._pool = ProcessPoolExecutor(
                     self.workers, mp_context=multiprocessing.get_context("spawn"),
                     initializer=_worker_init, initargs=(os.getpid(),))
