@@ -16,8 +16,13 @@ import threading
 import time
 from pathlib import Path
 
+import click
 import pytest
+from click.testing import CliRunner
 from sweep_cases import TINY, write_sweep
+
+from cgdr_des.cli import main
+from cgdr_des.cli.app import Interrupted, signals_raise
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="lists processes from /proc")
 
@@ -195,3 +200,50 @@ def _tree(root: Path) -> dict[str, bytes] | None:
     if not root.exists():
         return None
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+# ---------------------------------------------------------------- the contract, in this process
+
+
+def _raising(exc: BaseException):
+    def simulate(sc, progress=None):
+        raise exc
+
+    return lambda: simulate
+
+
+@pytest.mark.parametrize(("exc", "code", "line"), [
+    (KeyboardInterrupt(), 130, "interrupted: run stopped; --out is as it was before"),
+    (Interrupted(signal.SIGTERM), 143, "terminated (SIGTERM): run stopped; --out is as it was before"),
+    # SimPy re-raises a copy of a process's exception, ``type(exc)(*exc.args)``: the signal survives it
+    (Interrupted(*Interrupted(signal.SIGTERM).args), 143, "terminated (SIGTERM): run stopped; --out is as it"),
+    (click.exceptions.Abort(), 130, "interrupted: run stopped"),
+])
+def test_an_interrupt_inside_a_command_is_one_line_and_128_plus_the_signal(tmp_path, monkeypatch, exc, code, line):
+    import cgdr_des.cli.common as common
+
+    monkeypatch.setattr(common, "_simulate", _raising(exc))
+    (tmp_path / "s.toml").write_text(TINY, encoding="utf-8")
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    res = CliRunner().invoke(main, ["run", str(tmp_path / "s.toml"), "--out", str(tmp_path / "o")])
+    assert res.exit_code == code
+    assert len(res.stderr.splitlines()) == 1 and res.stderr.startswith(line), res.stderr
+    assert "Aborted" not in res.output and "Traceback" not in res.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".o.cgdr-lock", "s.toml"]  # no --out, no staging left
+    assert {s: signal.getsignal(s) for s in before} == before  # the CLI's handlers are gone with it
+
+
+def test_a_signal_during_a_command_raises_interrupted_and_a_second_one_is_ignored():
+    with pytest.raises(Interrupted) as caught, signals_raise():
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)  # the handler raises at once
+    assert caught.value.signum == signal.SIGTERM
+    with signals_raise():
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)
+        except Interrupted:
+            os.kill(os.getpid(), signal.SIGINT)  # during the cleanup: ignored
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.05)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
