@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import re
+import threading
 
 import pytest
 from click.testing import CliRunner
@@ -13,7 +14,7 @@ from sweep_cases import GRID, TINY, write_sweep
 
 from cgdr_des.cli import main
 from cgdr_des.results import progress as progress_mod
-from cgdr_des.results.progress import END_LINE_AFTER, LINE_INTERVAL, TTY_INTERVAL, Progress
+from cgdr_des.results.progress import END_LINE_AFTER, LINE_INTERVAL, QUIET_LINE, TICK, TTY_INTERVAL, Progress
 
 
 @pytest.fixture(autouse=True)
@@ -58,7 +59,7 @@ def counts(text: str, name: str) -> list[tuple[int, int]]:
 
 def test_lines_name_every_stage_and_keep_its_denominator():
     clock, stream = Clock(), io.StringIO()
-    p = Progress(stream=stream, clock=clock)
+    p = Progress(stream=stream, clock=clock, ticker=False)
     assert p.mode == "lines"
     run_stage(p, clock, "calibrating", 1, 30.0)
     run_stage(p, clock, "checking 40 batches", 40, 1.0)
@@ -74,7 +75,7 @@ def test_lines_name_every_stage_and_keep_its_denominator():
 
 def test_lines_are_throttled_to_one_per_interval_plus_start_and_end():
     clock, stream = Clock(), io.StringIO()
-    p = Progress(stream=stream, clock=clock)
+    p = Progress(stream=stream, clock=clock, ticker=False)
     steps, dt = 1000, 0.25  # 250 s of work, reported 1000 times
     run_stage(p, clock, "timing", steps, dt)
     lines = stream.getvalue().splitlines()
@@ -86,13 +87,13 @@ def test_lines_are_throttled_to_one_per_interval_plus_start_and_end():
 
 def test_a_quick_stage_is_one_line():
     clock, stream = Clock(), io.StringIO()
-    run_stage(Progress(stream=stream, clock=clock), clock, "sampling", 3, END_LINE_AFTER / 10)
+    run_stage(Progress(stream=stream, clock=clock, ticker=False), clock, "sampling", 3, END_LINE_AFTER / 10)
     assert stream.getvalue() == "progress   sampling: started, 0/3 items\n"
 
 
 def test_a_stage_without_a_total_takes_the_first_one_and_refuses_another():
     clock, stream = Clock(), io.StringIO()
-    p = Progress(stream=stream, clock=clock)
+    p = Progress(stream=stream, clock=clock, ticker=False)
     with p.stage("simulating", unit="work items") as stage:
         clock.now += LINE_INTERVAL
         stage(1, 8)
@@ -103,12 +104,36 @@ def test_a_stage_without_a_total_takes_the_first_one_and_refuses_another():
                                                  "progress   simulating: 1/8 work items, 10 s"]
 
 
+def test_a_long_step_still_shows_the_run_is_alive_once_a_minute():
+    clock, stream = Clock(), io.StringIO()
+    p = Progress(stream=stream, clock=clock, ticker=False)
+    with p.stage("checking 3 batches", 3, "batches") as stage:
+        for _ in range(int(3 * QUIET_LINE / TICK)):  # three quiet minutes, as the redraw thread sees them
+            clock.now += TICK
+            p.tick()
+        stage.advance()
+    lines = stream.getvalue().splitlines()
+    assert lines[1:4] == [f"progress   checking 3 batches: 0/3 batches, {60 * k} s" for k in (1, 2, 3)]
+    assert len(lines) == 5 and lines[4].startswith("progress   checking 3 batches: done, 1/3 batches in 180.0 s")
+
+
+def test_the_redraw_thread_moves_the_bar_clock_and_stops_with_the_stage():
+    stream = TTY()
+    p = Progress(stream=stream)
+    with p.stage("waiting", 2):
+        deadline = threading.Event()
+        deadline.wait(2.5 * TICK)
+        assert stream.getvalue().count("\r") >= 2  # the first draw and at least one redraw
+    deadline.wait(2 * TICK)
+    assert p._ticker is None and stream.getvalue().endswith("\n")
+
+
 # ---------------------------------------------------------------- on a terminal: a bar
 
 
 def test_the_bar_is_redrawn_in_place_throttled_and_ends_its_line():
     clock, stream = Clock(), TTY()
-    p = Progress(stream=stream, clock=clock)
+    p = Progress(stream=stream, clock=clock, ticker=False)
     assert p.mode == "bar"
     run_stage(p, clock, "running setting buffer_num_2", 500, TTY_INTERVAL / 5)
     text = stream.getvalue()
@@ -122,7 +147,7 @@ def test_the_bar_is_redrawn_in_place_throttled_and_ends_its_line():
 
 def test_two_stages_are_two_lines_on_a_terminal():
     clock, stream = Clock(), TTY()
-    p = Progress(stream=stream, clock=clock)
+    p = Progress(stream=stream, clock=clock, ticker=False)
     run_stage(p, clock, "one", 2, 0.5)
     run_stage(p, clock, "two", 3, 0.5)
     finals = [line.split("\r")[-1] for line in stream.getvalue().split("\n") if line]
@@ -132,7 +157,8 @@ def test_two_stages_are_two_lines_on_a_terminal():
 
 def test_an_exception_leaves_the_bar_where_it_stopped_on_its_own_line():
     clock, stream = Clock(), TTY()
-    with pytest.raises(KeyboardInterrupt), Progress(stream=stream, clock=clock).stage("long", 10) as stage:
+    p = Progress(stream=stream, clock=clock, ticker=False)
+    with pytest.raises(KeyboardInterrupt), p.stage("long", 10) as stage:
         stage.advance()
         raise KeyboardInterrupt
     assert stream.getvalue().endswith("\n") and "done in" not in stream.getvalue()

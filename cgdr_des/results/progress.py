@@ -14,9 +14,13 @@ How it looks depends on where stderr goes:
   (``timing 1000 batches x 7 policies [#########-----] 4/7 policies 0:12``), ended with
   ``done in 14.2 s`` and a newline;
 - anything else (a log file, a pipe, CI): whole lines, ``progress   <stage>: ...``, one when a
-  stage starts, then at most one every ``LINE_INTERVAL`` seconds while it runs, and one when it
-  ends if it ran for ``END_LINE_AFTER`` seconds or more: a log names every stage and is never
+  stage starts, then at most one every ``LINE_INTERVAL`` seconds as it advances (and one after
+  ``QUIET_LINE`` seconds without any, so a long step still shows the run is alive), and one when
+  it ends if it ran for ``END_LINE_AFTER`` seconds or more: a log names every stage and is never
   silent for long, yet a quick stage costs it one line.
+
+A daemon thread redraws the open stage while nothing advances it (the bar's clock moves every
+``TICK`` seconds; the quiet line above); it ends when no stage is open.
 
 The environment variable ``CGDR_DES_PROGRESS`` chooses: ``auto`` (the default, as above),
 ``off`` (nothing), ``bar`` or ``lines`` (that form whatever stderr is). A stage's total may be left
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import TextIO
@@ -38,6 +43,10 @@ TTY_INTERVAL = 0.1
 LINE_INTERVAL = 10.0
 #: a stage that took at least this long (seconds) says so in a last line when stderr is not a terminal
 END_LINE_AFTER = 2.0
+#: seconds without a line after which a stage that has not advanced says it still runs (not a terminal)
+QUIET_LINE = 60.0
+#: seconds between two checks of the redraw thread
+TICK = 1.0
 ENV = "CGDR_DES_PROGRESS"
 MODES = ("auto", "off", "bar", "lines")
 WIDTH = 30
@@ -47,10 +56,14 @@ class Progress:
     """The progress of one command: a sequence of stages drawn on ``stream`` (default stderr)."""
 
     def __init__(self, *, stream: TextIO | None = None, mode: str | None = None,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, ticker: bool = True):
         self.stream = stream if stream is not None else sys.stderr
         self.clock = clock
         self.mode = _resolve(mode if mode is not None else os.environ.get(ENV, "auto"), self.stream)
+        self.lock = threading.RLock()  # the redraw thread and the command draw on one stream
+        self.current: Stage | None = None
+        self._ticker: threading.Thread | None = None
+        self._use_ticker = ticker and self.mode != "off"
 
     @classmethod
     def off(cls) -> Progress:
@@ -63,11 +76,41 @@ class Progress:
 
     def write(self, text: str) -> None:
         """Write ``text`` to the stream at once (a killed run has shown everything it drew)."""
-        try:
-            self.stream.write(text)
-            self.stream.flush()
-        except (OSError, ValueError):  # a closed or broken stderr must not end the command
-            self.mode = "off"
+        with self.lock:
+            try:
+                self.stream.write(text)
+                self.stream.flush()
+            except (OSError, ValueError):  # a closed or broken stderr must not end the command
+                self.mode = "off"
+
+    def tick(self) -> None:
+        """Redraw the open stage if it has been quiet (what the redraw thread does every ``TICK`` s)."""
+        with self.lock:
+            if self.current is not None:
+                self.current.quiet_redraw()
+
+    def opened(self, stage: Stage) -> None:
+        """``stage`` is now the open one; start the redraw thread if it is not running."""
+        with self.lock:
+            self.current = stage
+            if self._use_ticker and self._ticker is None:
+                self._ticker = threading.Thread(target=self._tick_while_open, name="cgdr-des progress", daemon=True)
+                self._ticker.start()
+
+    def closed(self, stage: Stage) -> None:
+        """``stage`` ended (the redraw thread stops within ``TICK`` s unless another opens)."""
+        with self.lock:
+            if self.current is stage:
+                self.current = None
+
+    def _tick_while_open(self) -> None:
+        while True:
+            time.sleep(TICK)
+            with self.lock:
+                if self.current is None:
+                    self._ticker = None
+                    return
+                self.tick()
 
 
 class Stage:
@@ -81,6 +124,7 @@ class Stage:
         self._drawn_at = -float("inf")
         self._width = 0
         self._ended = False
+        progress.opened(self)
         if progress.mode == "lines":
             self._line("started" + (f", 0/{self.total}{self._unit()}" if self.total is not None else ""))
         elif progress.mode == "bar":
@@ -103,22 +147,35 @@ class Stage:
         self.done = int(done)
         if note is not None:
             self.note = note
-        mode, now = self.progress.mode, self.progress.clock()
-        if mode == "bar" and (now - self._drawn_at >= TTY_INTERVAL or self._complete()):
+        with self.progress.lock:
+            mode, now = self.progress.mode, self.progress.clock()
+            if mode == "bar" and (now - self._drawn_at >= TTY_INTERVAL or self._complete()):
+                self._bar(now)
+            elif mode == "lines" and now - self._drawn_at >= LINE_INTERVAL:
+                self._line(f"{self._count()}, {now - self.started:.0f} s")
+
+    def quiet_redraw(self) -> None:
+        """Redraw a stage nothing advanced lately: the bar after ``TICK`` s, a line after ``QUIET_LINE`` s."""
+        now = self.progress.clock()
+        if self._ended:
+            return
+        if self.progress.mode == "bar" and now - self._drawn_at >= TICK:
             self._bar(now)
-        elif mode == "lines" and now - self._drawn_at >= LINE_INTERVAL:
+        elif self.progress.mode == "lines" and now - self._drawn_at >= QUIET_LINE:
             self._line(f"{self._count()}, {now - self.started:.0f} s")
 
     def end(self) -> None:
         """End the stage: its last state, the time it took, a newline; calling it again does nothing."""
-        if self._ended:
-            return
-        self._ended = True
-        took = self.progress.clock() - self.started
-        if self.progress.mode == "bar":
-            self._bar(suffix=f" done in {took:.1f} s\n")
-        elif self.progress.mode == "lines" and took >= END_LINE_AFTER:
-            self._line(f"done, {self._count(note=False)} in {took:.1f} s")
+        with self.progress.lock:
+            if self._ended:
+                return
+            self._ended = True
+            self.progress.closed(self)
+            took = self.progress.clock() - self.started
+            if self.progress.mode == "bar":
+                self._bar(suffix=f" done in {took:.1f} s\n")
+            elif self.progress.mode == "lines" and took >= END_LINE_AFTER:
+                self._line(f"done, {self._count(note=False)} in {took:.1f} s")
 
     def __enter__(self) -> Stage:
         return self
@@ -126,9 +183,11 @@ class Stage:
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is None:
             self.end()
-        elif self.progress.mode == "bar" and not self._ended:  # leave the bar where it stopped, end its line
-            self._ended = True
+            return
+        self.progress.closed(self)
+        if self.progress.mode == "bar" and not self._ended:  # leave the bar where it stopped, end its line
             self.progress.write("\n")
+        self._ended = True
 
     def _complete(self) -> bool:
         return self.total is not None and self.done >= self.total
