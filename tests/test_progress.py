@@ -101,7 +101,7 @@ def test_a_stage_without_a_total_takes_the_first_one_and_refuses_another():
         with pytest.raises(ValueError, match="has 8 steps, not 9"):
             stage(2, 9)
     assert stream.getvalue().splitlines()[:2] == ["progress   simulating: started",
-                                                 "progress   simulating: 1/8 work items, 10 s"]
+                                                 "progress   simulating: 1/8 work items, 10 s, about 1:10 left"]
 
 
 def test_a_long_step_still_shows_the_run_is_alive_once_a_minute():

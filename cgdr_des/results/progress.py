@@ -152,7 +152,7 @@ class Stage:
             if mode == "bar" and (now - self._drawn_at >= TTY_INTERVAL or self._complete()):
                 self._bar(now)
             elif mode == "lines" and now - self._drawn_at >= LINE_INTERVAL:
-                self._line(f"{self._count()}, {now - self.started:.0f} s")
+                self._line(f"{self._count()}, {now - self.started:.0f} s{self._left(now)}")
 
     def quiet_redraw(self) -> None:
         """Redraw a stage nothing advanced lately: the bar after ``TICK`` s, a line after ``QUIET_LINE`` s."""
@@ -162,7 +162,7 @@ class Stage:
         if self.progress.mode == "bar" and now - self._drawn_at >= TICK:
             self._bar(now)
         elif self.progress.mode == "lines" and now - self._drawn_at >= QUIET_LINE:
-            self._line(f"{self._count()}, {now - self.started:.0f} s")
+            self._line(f"{self._count()}, {now - self.started:.0f} s{self._left(now)}")
 
     def end(self) -> None:
         """End the stage: its last state, the time it took, a newline; calling it again does nothing."""
@@ -200,6 +200,13 @@ class Stage:
         note = f" ({self.note})" if self.note and note else ""
         return f"{self.done}/{total}{self._unit()}{note}"
 
+    def _left(self, now: float) -> str:
+        """``, about 1:05 left`` from the pace so far; nothing before the first step or after the last."""
+        if not self.total or not 0 < self.done < self.total:
+            return ""
+        left = int((now - self.started) / self.done * (self.total - self.done))
+        return f", about {left // 60}:{left % 60:02d} left"
+
     def _line(self, text: str) -> None:
         self._drawn_at = self.progress.clock()
         self.progress.write(f"progress   {self.name}: {text}\n")
@@ -211,7 +218,7 @@ class Stage:
         filled = round(frac * WIDTH)
         elapsed = int(now - self.started)
         text = (f"{self.name} [{'#' * filled}{'-' * (WIDTH - filled)}] {self._count()} "
-                f"{elapsed // 60}:{elapsed % 60:02d}{suffix.rstrip(chr(10))}")
+                f"{elapsed // 60}:{elapsed % 60:02d}{'' if suffix else self._left(now)}{suffix.rstrip(chr(10))}")
         pad = " " * max(self._width - len(text), 0)  # wipe what a longer previous draw left
         self._width = len(text)
         self.progress.write(f"\r{text}{pad}" + ("\n" if suffix.endswith("\n") else ""))
