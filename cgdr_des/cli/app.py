@@ -82,7 +82,10 @@ class Interrupted(KeyboardInterrupt):
     @property
     def signum(self) -> int:
         """The signal's number."""
-        return int(self.args[0]) if self.args else signal.SIGINT
+        try:
+            return int(signal.Signals(self.args[0]))
+        except (IndexError, ValueError, TypeError):
+            return int(signal.SIGINT)
 
 
 @contextmanager
@@ -116,13 +119,13 @@ def _interrupted(ctx: click.Context, exc: BaseException) -> None:
     name = ctx.invoked_subcommand or ctx.info_name
     command = ctx.command.get_command(ctx, name) if isinstance(ctx.command, click.Group) and name else None
     if name == "sweep":
-        left = "the points it finished are stored; run it again to go on"
+        left = "; the points it finished are stored; run it again to go on"
     elif command is not None and any(p.name == "out" for p in command.params):
-        left = "--out is as it was before"
+        left = "; --out is as it was before"
     else:
-        left = "nothing was written"
+        left = ""
     how = "interrupted" if signum == signal.SIGINT else f"terminated ({signal.Signals(signum).name})"
-    click.echo(f"{how}: {name} stopped; {left}", err=True)
+    click.echo(f"{how}: {name} stopped{left}", err=True)
     ctx.exit(128 + signum)
 
 
