@@ -126,12 +126,16 @@ def assert_session_ends(sid: int, within: float = 10.0) -> None:
     assert left == [], f"processes of the killed command still run: {left}"
 
 
-def started_sweep(tmp_path: Path) -> Command:
+def started_sweep(tmp_path: Path, early: bool = False) -> Command:
+    """A 2-worker sweep, its workers at their first points (``early``: the first worker just started)."""
     write_sweep(tmp_path, SLOW_SWEEP)
     cmd = Command("sweep", "sweep.toml", "--out", "o", "--workers", "2", cwd=tmp_path)
     cmd.working()
-    cmd.wait_for(lambda: len(workers_of(cmd)) == 2, "two pool workers")
-    time.sleep(1.5)  # the workers are past start-up, at their first points
+    if early:
+        cmd.wait_for(lambda: workers_of(cmd), "a pool worker")
+    else:
+        cmd.wait_for(lambda: len(workers_of(cmd)) == 2, "two pool workers")
+        time.sleep(1.5)
     return cmd
 
 
@@ -147,12 +151,13 @@ def test_a_sigkilled_sweep_leaves_no_process(tmp_path):
                for pid in workers)
 
 
-@pytest.mark.parametrize(("send", "code", "first"), [
-    ("group", 130, "interrupted: sweep stopped"),   # a terminal's Ctrl-C reaches the whole process group
-    ("parent", 143, "terminated (SIGTERM): sweep stopped"),
+@pytest.mark.parametrize(("send", "early", "code", "first"), [
+    ("group", False, 130, "interrupted: sweep stopped"),  # a terminal's Ctrl-C reaches the whole process group
+    ("group", True, 130, "interrupted: sweep stopped"),   # ... while the workers are still starting up
+    ("parent", False, 143, "terminated (SIGTERM): sweep stopped"),
 ])
-def test_an_interrupted_sweep_says_one_line_and_ends_its_workers(tmp_path, send, code, first):
-    cmd = started_sweep(tmp_path)
+def test_an_interrupted_sweep_says_one_line_and_ends_its_workers(tmp_path, send, early, code, first):
+    cmd = started_sweep(tmp_path, early)
     if send == "group":
         os.killpg(cmd.sid, signal.SIGINT)
     else:

@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
+from multiprocessing import resource_tracker
 
 from cgdr_des.errors import InputError
 from cgdr_des.sweep.work import Outcome, Task, one_line, run_point
@@ -79,9 +80,9 @@ class LocalPool(InProcess):
         try:
             # spawn: a fresh interpreter reads the BLAS variables when it first loads numpy (a forked
             # child would inherit the parent's already-started BLAS threads). The workers start in
-            # submit(), all inside this block, with Ctrl-C ignored from their first instruction on.
+            # submit(), all inside this block, with Ctrl-C blocked from their first instruction on.
             warnings = ",".join(filter(None, [os.environ.get("PYTHONWARNINGS"), _QUIET_TRACKER]))
-            with _env({**BLAS_ENV, "PYTHONWARNINGS": warnings}), _ignored(signal.SIGINT):
+            with _env({**BLAS_ENV, "PYTHONWARNINGS": warnings}), _blocked(signal.SIGINT):
                 pool = self._pool = ProcessPoolExecutor(
                     self.workers, mp_context=multiprocessing.get_context("spawn"),
                     initializer=_worker_init, initargs=(os.getpid(),))
@@ -111,7 +112,8 @@ class LocalPool(InProcess):
 
 def _worker_init(parent: int) -> None:
     """In each pool worker, first: ignore Ctrl-C, then end with the parent (see the module docstring)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # already, from _ignored; this says it
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # drops one that arrived while it started (blocked)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     if sys.platform.startswith("linux"):
         try:
             ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
@@ -130,19 +132,18 @@ def _watch_parent(parent: int) -> None:
 
 
 @contextmanager
-def _ignored(signum: int):
-    """Ignore ``signum`` for the block: a process started inside starts with it ignored (an ignored
-    signal stays ignored across exec, and Python then installs no handler of its own). Blocking it
-    instead would not do: starting a process clears this thread's signal mask in CPython 3.11. A
-    Ctrl-C in the milliseconds the block takes is lost. Off the main thread nothing changes."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    old = signal.signal(signum, signal.SIG_IGN)
+def _blocked(signum: int):
+    """Block ``signum`` in this thread for the block. Processes and threads started inside inherit
+    the mask: a pool worker drops the signal once it can (``_worker_init``), the pool's threads keep
+    it blocked for good (so it always reaches the main thread), and one that arrives meanwhile waits
+    here and is delivered when the block ends. The resource tracker is started first: starting it
+    unblocks SIGINT and SIGTERM in the calling thread."""
+    resource_tracker.ensure_running()
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signum})
     try:
         yield
     finally:
-        signal.signal(signum, old if old is not None else signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 class DaskExecutor(InProcess):
