@@ -79,7 +79,8 @@ def run_study(sc: Scenario, *, batches: int | None = None, policies: list[str] |
     batch_rows = pd.concat([f[0] for f in frames], ignore_index=True)
     core_rows = pd.concat([f[1] for f in frames], ignore_index=True)
     k = sc.study.check_batches
-    with progress.stage(f"checking {k} batch{'es' if k != 1 else ''} at phase fidelity", k, "batches") as stage:
+    checking = progress if k else Progress.off()  # no stage for a study without checks
+    with checking.stage(f"checking {k} batch{'es' if k != 1 else ''} at phase fidelity", k, "batches") as stage:
         checks = check_rows(sc, costs, lengths, estimates, k, seed, on_done=stage.advance)
     with progress.stage(f"summarising ({sc.study.bootstrap} bootstrap resamples)", 1) as stage:
         summary = summarise(batch_rows, n_boot=sc.study.bootstrap, seed=seed)
