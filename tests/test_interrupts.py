@@ -173,8 +173,9 @@ def test_an_interrupted_sweep_says_one_line_and_ends_its_workers(tmp_path, send,
     assert status.returncode == 0 and "failed 0" in status.stdout, status.stdout + status.stderr
 
 
-@pytest.mark.parametrize(("command", "sig"), [("run", signal.SIGINT), ("tail", signal.SIGINT), ("run", signal.SIGTERM)])
-@pytest.mark.parametrize("previous", [False, True])
+@pytest.mark.parametrize(("command", "sig", "previous"), [
+    ("run", signal.SIGINT, False), ("run", signal.SIGINT, True), ("tail", signal.SIGINT, False),
+    ("run", signal.SIGTERM, False), ("run", signal.SIGTERM, True)])
 def test_an_interrupted_writing_command_leaves_out_as_it_was(tmp_path, command, sig, previous):
     (tmp_path / "s.toml").write_text(SLOW_RUN if command == "run" else SLOW_TAIL, encoding="utf-8")
     out = tmp_path / "o"
