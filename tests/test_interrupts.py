@@ -253,3 +253,17 @@ def test_a_signal_during_a_command_raises_interrupted_and_a_second_one_is_ignore
             os.kill(os.getpid(), signal.SIGTERM)
             time.sleep(0.05)
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_signal_while_workers_start_waits_until_they_have():
+    from cgdr_des.sweep.executors import _starting_workers
+
+    reached_end = False
+    with pytest.raises(KeyboardInterrupt):
+        with _starting_workers():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.2)  # a handler that ran now would raise here
+            reached_end = True
+    assert reached_end
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])

@@ -82,7 +82,7 @@ class LocalPool(InProcess):
             # child would inherit the parent's already-started BLAS threads). The workers start in
             # submit(), all inside this block, with Ctrl-C blocked from their first instruction on.
             warnings = ",".join(filter(None, [os.environ.get("PYTHONWARNINGS"), _QUIET_TRACKER]))
-            with _env({**BLAS_ENV, "PYTHONWARNINGS": warnings}), _blocked(signal.SIGINT):
+            with _env({**BLAS_ENV, "PYTHONWARNINGS": warnings}), _starting_workers():
                 pool = self._pool = ProcessPoolExecutor(
                     self.workers, mp_context=multiprocessing.get_context("spawn"),
                     initializer=_worker_init, initargs=(os.getpid(),))
@@ -132,18 +132,31 @@ def _watch_parent(parent: int) -> None:
 
 
 @contextmanager
-def _blocked(signum: int):
-    """Block ``signum`` in this thread for the block. Processes and threads started inside inherit
-    the mask: a pool worker drops the signal once it can (``_worker_init``), the pool's threads keep
-    it blocked for good (so it always reaches the main thread), and one that arrives meanwhile waits
-    here and is delivered when the block ends. The resource tracker is started first: starting it
-    unblocks SIGINT and SIGTERM in the calling thread."""
+def _starting_workers():
+    """Start pool workers inside this block: Ctrl-C and SIGTERM wait until it ends.
+
+    SIGINT is blocked in this thread, so processes and threads started inside inherit the mask: a
+    pool worker drops it once it can (``_worker_init``), the pool's threads keep it blocked for good.
+    The signals' Python handlers are deferred too: Python runs them in the main thread whichever
+    thread the kernel hands the signal to (another thread, such as the progress bar's, may take it),
+    and one raising in the middle of starting a worker would leave that worker reading a pipe the
+    parent never wrote (a traceback on the terminal). A signal deferred is raised again at the end.
+    The resource tracker is started first: starting it unblocks SIGINT and SIGTERM in this thread.
+    """
     resource_tracker.ensure_running()
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signum})
+    caught: list[int] = []
+    main = threading.current_thread() is threading.main_thread()
+    handlers = {s: signal.signal(s, lambda signum, _f: caught.append(signum)) for s in
+                (signal.SIGINT, signal.SIGTERM) if main and signal.getsignal(s) not in (signal.SIG_IGN, None)}
+    old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+        for s, handler in handlers.items():
+            signal.signal(s, handler)
+        for signum in dict.fromkeys(caught):
+            signal.raise_signal(signum)
 
 
 class DaskExecutor(InProcess):
