@@ -267,3 +267,17 @@ def test_a_signal_while_workers_start_waits_until_they_have():
     assert reached_end
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+
+
+def test_a_deferred_sigterm_reaches_the_cli_handler_once_the_block_ends():
+    from cgdr_des.interrupts import deferred
+
+    steps = []
+    with pytest.raises(Interrupted) as caught, signals_raise():
+        with deferred():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.2)
+            steps.append("first rename")
+            steps.append("second rename")  # both renames of a swap run
+        time.sleep(5)  # not reached: raised as the block ends
+    assert steps == ["first rename", "second rename"] and caught.value.signum == signal.SIGTERM

@@ -34,6 +34,7 @@ from contextlib import contextmanager
 from multiprocessing import resource_tracker
 
 from cgdr_des.errors import InputError
+from cgdr_des.interrupts import deferred
 from cgdr_des.sweep.work import Outcome, Task, one_line, run_point
 
 BLAS_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -137,26 +138,18 @@ def _starting_workers():
 
     SIGINT is blocked in this thread, so processes and threads started inside inherit the mask: a
     pool worker drops it once it can (``_worker_init``), the pool's threads keep it blocked for good.
-    The signals' Python handlers are deferred too: Python runs them in the main thread whichever
-    thread the kernel hands the signal to (another thread, such as the progress bar's, may take it),
-    and one raising in the middle of starting a worker would leave that worker reading a pipe the
-    parent never wrote (a traceback on the terminal). A signal deferred is raised again at the end.
+    The handlers are deferred too (``cgdr_des/interrupts.py``): Python runs them in the main thread
+    whichever thread the kernel hands the signal to (the progress bar's thread may take it), and
+    one raising while a worker starts would leave the worker reading a pipe the parent never wrote.
     The resource tracker is started first: starting it unblocks SIGINT and SIGTERM in this thread.
     """
     resource_tracker.ensure_running()
-    caught: list[int] = []
-    main = threading.current_thread() is threading.main_thread()
-    handlers = {s: signal.signal(s, lambda signum, _f: caught.append(signum)) for s in
-                (signal.SIGINT, signal.SIGTERM) if main and signal.getsignal(s) not in (signal.SIG_IGN, None)}
-    old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
-        for s, handler in handlers.items():
-            signal.signal(s, handler)
-        for signum in dict.fromkeys(caught):
-            signal.raise_signal(signum)
+    with deferred():
+        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            yield
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
 
 
 class DaskExecutor(InProcess):
