@@ -1,20 +1,17 @@
-"""Writing a run to disk and reading it back; plots redrawn from saved frames; the progress bar."""
+"""Writing a run to disk and reading it back; plots redrawn from saved frames."""
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pytest
 from test_results_frames import ASSIGN, CLOCK, META, synth_run  # tests/ is on sys.path under pytest
 
 from cgdr_des.results.export import read_frames, read_result, replot, write_results
 from cgdr_des.results.frames import build_result
 from cgdr_des.results.plots import last_core, plot_buffer_compare
-from cgdr_des.results.progress import ProgressBar
 from cgdr_des.scenario import Scenario
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -99,40 +96,3 @@ def test_replot_redraws_from_saved_frames(tmp_path):
 def test_buffer_compare_plot(tmp_path):
     path = plot_buffer_compare({1: result(), 2: result(keep_ops=False)}, tmp_path / "bc.png")
     assert is_png(path)
-
-
-# ---------------------------------------------------------------- progress
-
-
-class FakeTTY(io.StringIO):
-    def isatty(self):
-        return True
-
-
-def test_progress_is_silent_without_a_tty():
-    stream = io.StringIO()
-    with ProgressBar("x", stream=stream) as bar:
-        for i in range(5):
-            bar(i + 1, 5)
-    assert stream.getvalue() == ""
-
-
-def test_progress_draws_the_final_state_and_ends_the_line():
-    stream = FakeTTY()
-    with ProgressBar("sim", stream=stream, width=10, min_interval=3600) as bar:
-        for i in range(100):
-            bar(i + 1, 100)
-    text = stream.getvalue()
-    assert text.endswith("\n")
-    last = text.rstrip("\n").split("\r")[-1]
-    assert "[##########]" in last and "(100/100)" in last and "100.0%" in last
-    # throttled: first draw plus the final one, not a hundred
-    assert text.count("\r") <= 3
-
-
-@pytest.mark.parametrize("done,total,filled", [(0, 10, 0), (5, 10, 5), (10, 10, 10), (3, 0, 10)])
-def test_progress_fraction(done, total, filled):
-    stream = FakeTTY()
-    ProgressBar(stream=stream, width=10, min_interval=0).update(done, total)
-    bar = stream.getvalue().split("[")[1].split("]")[0]
-    assert bar.count("#") == filled and len(bar) == 10

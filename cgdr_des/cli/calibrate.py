@@ -33,9 +33,11 @@ def calibrate(measurements: str, fields: str, out: Path, no_loo: bool, force: bo
     ms = read_measurements(measurements)
     check_scenario_files(ms)
     problem = build_problem(ms, names, load_scenario)
+    from cgdr_des.results.progress import Progress
+
     target = common.output_dir(out, force, "calibrate")
     with target as staging:  # checked and locked before the fit; the three files appear whole or not at all
-        res = fit(problem, loo=not no_loo)
+        res = fit(problem, loo=not no_loo, progress=Progress())
         ev = problem.evaluators[0]
         note = f"cgdr-des calibrate {Path(measurements).name} ({len(ms)} points, fields {','.join(names)})"
         doc = fitted_profile_doc(ev.scenario.profile_ref(), ev.profile, res.fitted, note)

@@ -62,20 +62,25 @@ def check_estimate(sc: Scenario, max_memory: str | None) -> None:
     check_memory(est, parse_size(max_memory))
 
 
-def run_one(sc: Scenario, out: Path, csv: bool, target: OutputDir) -> tuple[object, dict[str, Path]]:
-    """Simulate ``sc`` with a progress bar and write its frames, trace and plots into ``out`` (a
-    directory inside ``target``'s staging); prints what the trace leaves out and a kept NaN."""
+def run_one(sc: Scenario, out: Path, csv: bool, target: OutputDir,
+            stage: str | None = None) -> tuple[object, dict[str, Path]]:
+    """Simulate ``sc`` with progress (stage name ``stage``, default ``simulating <name>``) and write its
+    frames, trace and plots into ``out`` (a directory inside ``target``'s staging); prints what the
+    trace leaves out and a kept NaN."""
     import numpy as np
 
     from cgdr_des.results.export import write_files
-    from cgdr_des.results.progress import ProgressBar
+    from cgdr_des.results.progress import Progress
 
+    progress = Progress()
     # overflow is diagnosed from the outputs (numerics/finite.py), not as numpy warnings on stderr
-    with ProgressBar(f"{sc.name}") as bar, np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+    with progress.stage(stage or f"simulating {sc.name}", unit="work items") as bar, \
+            np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         result = _simulate()(sc, progress=bar)
-    with target.writing():
+    with progress.stage("writing frames" + (f" of {out.name}" if stage else ""), 1) as bar, target.writing():
         written, notes = write_files(result, out, csv=csv or sc.output.csv, trace=sc.sim.trace,
                                      plots=sc.output.plots)
+        bar.advance()
     if result.meta.get("nonfinite"):
         notes.append(f"{result.meta['nonfinite']} (written as asked by [sim] nonfinite = \"keep\")")
     for note in notes:

@@ -58,7 +58,8 @@ def compare(scenario: str, more_buffer_nums: tuple[int, ...], buffer_nums: tuple
         for name, fields, sc, tiling, status in settings:
             if sc is not None:
                 common.check_estimate(sc, max_memory)
-                results[name], _ = common.run_one(sc, common.prepare_out(staging / name), csv, target)
+                results[name], _ = common.run_one(sc, common.prepare_out(staging / name), csv, target,
+                                                  stage=f"running setting {name}")
             rows.append((name, fields, tiling, results.get(name), status))
         with target.writing():
             table = _write(results, rows, staging, any(n.startswith("buffer_num_") for n in results))
@@ -146,7 +147,9 @@ def _compare_kernels(base, versions: list[str], out: Path, force: bool, max_memo
 
     for v in versions:
         common.check_estimate(base.with_changes({"kernel": {"kernel_version": v}}), max_memory)
-    cmp = compare_kernels(base, versions)
+    from cgdr_des.results.progress import Progress
+
+    cmp = compare_kernels(base, versions, progress=Progress())
     target = common.output_dir(out, force, "compare")
     with target as staging, target.writing():
         for name, frame in cmp._asdict().items():

@@ -46,10 +46,12 @@ def measured(measurements: Path, out: Path, hypotheses: str, force: bool) -> Non
 
             raise InputError("--hypotheses", shown(name), f"one of {', '.join(known)}")
     csv = _csv_of(measurements)
+    from cgdr_des.results.progress import Progress
+
     check_scenario_files(read_measurements(csv))  # every row readable, before anything runs
     target = common.output_dir(out, force, "measured")
     with target as staging:  # checked and locked before anything runs; both files appear or neither
-        df = compare_measured(csv, [known[n] for n in chosen], progress=lambda s: click.echo(f"running    {s}"))
+        df = compare_measured(csv, [known[n] for n in chosen], progress=Progress())
         v = verdicts(df)
         with target.writing():
             df.to_csv(staging / "measured.csv", index=False)

@@ -33,13 +33,12 @@ def check_samples(samples: int, seed: int) -> None:
 
 
 def sensitivity_of(sc, fields, samples: int, seed: int):
-    """Run the study with a progress bar."""
-    from cgdr_des.results.progress import ProgressBar
+    """Run the study, its progress on stderr."""
+    from cgdr_des.results.progress import Progress
     from cgdr_des.timing.sensitivity import run_sensitivity
 
     check_samples(samples, seed)
-    with ProgressBar(f"{sc.name} sensitivity") as bar:
-        return run_sensitivity(sc, fields=fields, samples=samples, seed=seed, progress=bar)
+    return run_sensitivity(sc, fields=fields, samples=samples, seed=seed, progress=Progress())
 
 
 @main.command()

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import sys
-import time
 from pathlib import Path
 
 import click
@@ -70,7 +68,7 @@ def _run(spec, out: Path, workers: int | None, scheduler: str | None, force: boo
     workers = _default_workers() if workers is None else workers
     target = output_dir(out, force, "sweep", in_place=True)  # points are stored in place: a killed sweep resumes
     with target, target.writing(), make_executor(scheduler, workers) as executor, \
-            SweepProgress(spec.name) as bar:
+            SweepProgress(executor.name) as bar:
         report = run_sweep(spec, out, executor, force=force, max_points=max_points, progress=bar, points=points)
     s = report.status
     click.echo(f"sweep      {spec.name}: {_total(s)} points, {report.ran} run now, {report.skipped} already "
@@ -145,30 +143,23 @@ def _default_workers() -> int:
 
 
 class SweepProgress:
-    """``name [#####-----] 12/64 done 11 failed 1 ETA 0:35`` on stderr (only when it is a terminal)."""
+    """The sweep's one stage, ``running N points on <executor>``: fed ``(done, failed, total, elapsed)``
+    by ``run_sweep`` (first with nothing finished, then after each point), failures in its note."""
 
-    def __init__(self, label: str, stream=None, width: int = 30):
-        self.stream = stream or sys.stderr
-        self.label, self.width = label, width
-        self.enabled = bool(getattr(self.stream, "isatty", lambda: False)())
-        self._last = 0.0
+    def __init__(self, where: str, progress=None):
+        from cgdr_des.results.progress import Progress
+
+        self.where, self.progress, self.stage = where, progress or Progress(), None
 
     def __call__(self, done: int, failed: int, total: int, elapsed: float) -> None:
-        finished = done + failed
-        now = time.monotonic()
-        if not self.enabled or (finished < total and now - self._last < 0.2):
-            return
-        self._last = now
-        filled = round(self.width * finished / total) if total else self.width
-        eta = elapsed / finished * (total - finished) if finished else 0.0
-        self.stream.write(f"\r{self.label} [{'#' * filled}{'-' * (self.width - filled)}] {finished}/{total} "
-                          f"done {done} failed {failed} ETA {int(eta) // 60}:{int(eta) % 60:02d}")
-        self.stream.flush()
+        if self.stage is None:
+            self.stage = self.progress.stage(f"running {total} point{'s' if total != 1 else ''} on {self.where}",
+                                             total, "points")
+        self.stage.update(done + failed, total, note=f"{failed} failed" if failed else None)
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc) -> None:
-        if self.enabled:
-            self.stream.write("\n")
-            self.stream.flush()
+        if self.stage is not None:
+            self.stage.__exit__(*exc)

@@ -32,7 +32,7 @@ def tail(scenario: str, out: Path, batches: int | None, policies: tuple[str, ...
 
     ``--seed`` sets ``workload.seed``, which seeds the sampled batches.
     """
-    from cgdr_des.results.progress import ProgressBar
+    from cgdr_des.results.progress import Progress
     from cgdr_des.tail import run_study, write_study
 
     if batches is not None:  # bounded like [study] batches, before the scenario is even read
@@ -41,9 +41,9 @@ def tail(scenario: str, out: Path, batches: int | None, policies: tuple[str, ...
     names = [p.strip() for arg in policies for p in arg.split(",") if p.strip()] or None
     target = common.output_dir(out, force, "tail")
     with target as staging:  # checked and locked before the study starts; files appear whole or not at all
-        with warnings.catch_warnings(record=True) as caught, ProgressBar(f"{sc.name} tail study") as bar:
+        with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            result = run_study(sc, batches=batches, policies=names, progress=bar)
+            result = run_study(sc, batches=batches, policies=names, progress=Progress())
         with target.writing():
             written = write_study(result, staging)
     for line in study_lines(result):

@@ -91,14 +91,19 @@ def core0_records(scenario, version: str):
     return cube_program(launch, 0)
 
 
-def compare_kernels(scenario, versions=("vector", "cube"), simulate=None) -> KernelComparison:
-    """Run ``scenario`` once per kernel version (timing only: numerics off) and compare them."""
+def compare_kernels(scenario, versions=("vector", "cube"), simulate=None, progress=None) -> KernelComparison:
+    """Run ``scenario`` once per kernel version (timing only: numerics off) and compare them;
+    ``progress`` (a :class:`~cgdr_des.results.progress.Progress`) shows one stage per version."""
+    from cgdr_des.results.progress import Progress
+
     if simulate is None:
         from cgdr_des.simulation import simulate
+    progress = progress if progress is not None else Progress.off()
     summary, phases, counts = [], [], []
     for v in versions:
         sc = scenario.with_changes({"kernel": {"kernel_version": v}, "sim": {"numerics": "off", "trace": False}})
-        res = simulate(sc)
+        with progress.stage(f"running kernel {v}", unit="work items") as stage:
+            res = simulate(sc, progress=stage)
         s = res.summary.iloc[0]
         n_cores = int(res.meta.get("block_dim", len(res.cores)))
         summary.append({"kernel_version": v, "makespan_cycles": int(s["makespan_cycles"]),

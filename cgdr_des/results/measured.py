@@ -107,25 +107,34 @@ def predict(scenario, hyp: Hypothesis) -> dict:
 
 def compare_measured(path: str | Path, hypotheses=HYPOTHESES, load=None, progress=None) -> pd.DataFrame:
     """One row per (shape, hypothesis): measured, predicted (nominal, low, high) and whether the
-    measurement lies in the range. ``path``: a measurements CSV (cgdr_des.timing.measurements)."""
+    measurement lies in the range. ``path``: a measurements CSV (cgdr_des.timing.measurements).
+    ``progress`` (a :class:`~cgdr_des.results.progress.Progress`) shows one stage, a step per row."""
+    from cgdr_des.results.progress import Progress
     from cgdr_des.scenario import load_scenario
 
     load = load or load_scenario
+    progress = progress if progress is not None else Progress.off()
+    measured = [(m, load(m.scenario)) for m in read_measurements(path)]
     rows = []
-    for m in read_measurements(path):
-        sc = load(m.scenario)
-        for hyp in hypotheses:
-            if progress is not None:
-                progress(f"{sc.name}: {hyp.name}")
-            row = {"shape": sc.name.removeprefix("measured_"), "hypothesis": hyp.name, "measured_us": m.latency_us}
-            try:
-                p = predict(sc, hyp)
-            except CgdrError as exc:  # a program this machine cannot run yet: say why, keep the rest
-                rows.append({**row, **dict.fromkeys(_COLUMNS, np.nan), "inside": False, "error": str(exc)})
-                continue
-            rows.append({**row, **p, "inside": p["predicted_low_us"] <= m.latency_us <= p["predicted_high_us"],
-                         "measured_over_device": m.latency_us / p["device_us"], "error": ""})
+    with progress.stage(f"predicting {len(measured)} shapes x {len(hypotheses)} hypotheses (3 runs each)",
+                        len(measured) * len(hypotheses), "predictions") as stage:
+        for m, sc in measured:
+            for hyp in hypotheses:
+                stage.advance(0, note=f"now {sc.name}: {hyp.name}")
+                rows.append(_compare_one(m, sc, hyp))
+                stage.advance()
     return pd.DataFrame(rows)
+
+
+def _compare_one(m, sc, hyp: Hypothesis) -> dict:
+    """The row of one measurement under one hypothesis (NaN and ``error`` where it cannot run)."""
+    row = {"shape": sc.name.removeprefix("measured_"), "hypothesis": hyp.name, "measured_us": m.latency_us}
+    try:
+        p = predict(sc, hyp)
+    except CgdrError as exc:  # a program this machine cannot run yet: say why, keep the rest
+        return {**row, **dict.fromkeys(_COLUMNS, np.nan), "inside": False, "error": str(exc)}
+    return {**row, **p, "inside": p["predicted_low_us"] <= m.latency_us <= p["predicted_high_us"],
+            "measured_over_device": m.latency_us / p["device_us"], "error": ""}
 
 
 _COLUMNS = ("device_us", "device_fast_us", "device_slow_us", "host_us", "predicted_us", "predicted_low_us",

@@ -55,6 +55,8 @@ def run_sweep(spec: SweepSpec, out: str | Path, executor: InProcess, *, force: b
     by_id = {p.point: p for p in points}
     done = failed = 0
     t0 = time.monotonic()
+    if progress and todo:  # the total, before the first point (which may take long) finishes
+        progress(0, 0, len(todo), 0.0)
     for outcome in executor.run(tasks_for(spec, todo), fn):
         store.put(by_id[outcome.point], outcome)
         failed += outcome.error is not None

@@ -25,7 +25,7 @@ def pick(makespan: np.ndarray, j: int, rng: np.random.Generator) -> tuple[str, i
 
 
 def check_rows(sc, costs, lengths: np.ndarray, estimates: dict, k: int, seed: int, *, on_done=None) -> pd.DataFrame:
-    """``k`` check rows (see the module docstring); ``on_done()`` after each simulation."""
+    """``k`` check rows (see the module docstring); ``on_done()`` after each of the ``k`` checks."""
     from cgdr_des.simulation import simulate  # lazy: the simulation stack is heavy
 
     names, rng, rows = list(estimates), np.random.default_rng(seed), []
@@ -33,13 +33,12 @@ def check_rows(sc, costs, lengths: np.ndarray, estimates: dict, k: int, seed: in
         policy = names[j % len(names)]
         est = estimates[policy]
         kind, i = pick(est.makespan, j, rng)
-        if lengths[i].sum() <= 0:
-            continue  # an all-empty batch has nothing to simulate
-        one = sc.with_changes({"workload": {"lengths": lengths[i].tolist(), "distribution": None},
-                               "kernel": {"policy": policy},
-                               "sim": {"fidelity": "phase", "numerics": "off", "trace": False}})
-        rows.append(_row(j, kind, i, policy, est, simulate(one)))
-        if on_done is not None:
+        if lengths[i].sum() > 0:  # an all-empty batch has nothing to simulate
+            one = sc.with_changes({"workload": {"lengths": lengths[i].tolist(), "distribution": None},
+                                   "kernel": {"policy": policy},
+                                   "sim": {"fidelity": "phase", "numerics": "off", "trace": False}})
+            rows.append(_row(j, kind, i, policy, est, simulate(one)))
+        if on_done is not None:  # a skipped check counts too: the progress total is k
             on_done()
     return pd.DataFrame(rows, columns=["check", "kind", "batch_index", "policy", "makespan_surrogate_cycles",
                                        "makespan_phase_cycles", "makespan_rel_err", "finish_max_rel_err",

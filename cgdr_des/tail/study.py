@@ -17,6 +17,7 @@ import pandas as pd
 from cgdr_des.errors import InputError
 from cgdr_des.hw import load_profile
 from cgdr_des.kernel.policies import OPTIMAL_MAX_ITEMS, POLICIES
+from cgdr_des.results.progress import Progress
 from cgdr_des.scenario import Scenario
 from cgdr_des.tail.calibration import ItemCosts, costs_for
 from cgdr_des.tail.checks import CHECK_BOUND, check_rows
@@ -48,7 +49,8 @@ def run_study(sc: Scenario, *, batches: int | None = None, policies: list[str] |
     """Sample ``batches`` batches of ``sc``'s workload and time each under every policy (see the module doc).
 
     None takes the value from the scenario: ``[study] batches``/``policies``, ``[workload] seed``.
-    ``progress(done, total)`` is called as stages finish (calibration, sampling, each policy, each check).
+    ``progress`` (a :class:`~cgdr_des.results.progress.Progress`) shows its five stages: calibrating,
+    sampling, timing (one step per policy), checking (one per check batch), summarising.
     """
     n = sc.study.batches if batches is None else _positive("--batches", batches)
     seed = sc.workload.seed if seed is None else int(seed)
@@ -58,41 +60,38 @@ def run_study(sc: Scenario, *, batches: int | None = None, policies: list[str] |
     requested = _known(policies if policies is not None else sc.study.policies)
     prof = load_profile(sc.hardware.profile, dict(sc.hardware.overrides) or None)
     s = sc.shape
-    report = _Progress(progress, 2 + len(POLICIES) + sc.study.check_batches)
-    costs = costs_for(prof, s.nk, s.nv, s.dk, s.dv, s.has_gamma, sc.kernel.buffer_num)
-    report.step()
+    progress = progress if progress is not None else Progress.off()
+    with progress.stage("calibrating item costs (one phase-fidelity launch)", 1) as stage:
+        costs = costs_for(prof, s.nk, s.nv, s.dk, s.dv, s.has_gamma, sc.kernel.buffer_num)
+        stage.advance()
     names = _policies(requested, costs, sc.workload.batch)
-    report.total = 2 + len(names) + sc.study.check_batches
-    lengths = sample_batches(dist, sc.workload.batch, n, seed)
-    report.step()
+    with progress.stage(f"sampling {n:,} batch{'es' if n != 1 else ''}", 1) as stage:
+        lengths = sample_batches(dist, sc.workload.batch, n, seed)
+        stage.advance()
     frames, estimates = [], {}
-    items = items_of(costs, lengths)  # the same for every policy
-    for name in names:
-        estimates[name] = estimate(costs, lengths, name, items=items)
-        frames.append(_frames(name, lengths, estimates[name], costs))
-        report.step()
+    timing = f"timing {n:,} batch{'es' if n != 1 else ''} x {len(names)} polic{'ies' if len(names) != 1 else 'y'}"
+    with progress.stage(timing, len(names), "policies") as stage:
+        items = items_of(costs, lengths)  # the same for every policy
+        for name in names:
+            estimates[name] = estimate(costs, lengths, name, items=items)
+            frames.append(_frames(name, lengths, estimates[name], costs))
+            stage.advance()
     batch_rows = pd.concat([f[0] for f in frames], ignore_index=True)
     core_rows = pd.concat([f[1] for f in frames], ignore_index=True)
-    checks = check_rows(sc, costs, lengths, estimates, sc.study.check_batches, seed, on_done=report.step)
-    result = StudyResult(batch_rows, core_rows, summarise(batch_rows, n_boot=sc.study.bootstrap, seed=seed), checks,
-                         _meta(sc, costs, n, seed, names))
+    k = sc.study.check_batches
+    checking = progress if k else Progress.off()  # no stage for a study without checks
+    with checking.stage(f"checking {k} batch{'es' if k != 1 else ''} at phase fidelity", k, "batches") as stage:
+        checks = check_rows(sc, costs, lengths, estimates, k, seed, on_done=stage.advance)
+    with progress.stage(f"summarising ({sc.study.bootstrap} bootstrap resamples)", 1) as stage:
+        summary = summarise(batch_rows, n_boot=sc.study.bootstrap, seed=seed)
+        stage.advance()
+    result = StudyResult(batch_rows, core_rows, summary, checks, _meta(sc, costs, n, seed, names))
     if result.worst_check_error > CHECK_BOUND:
         why = ("; this shape splits V-tiles across cores, where the surrogate is measured up to 2.5 % off "
                "(docs/tail.md)") if costs.split else ""
         warnings.warn(f"tail surrogate is {result.worst_check_error:.2%} off phase fidelity on a checked batch "
                       f"(bound {CHECK_BOUND:.1%}); treat this study's figures with that error{why}", stacklevel=2)
     return result
-
-
-class _Progress:
-    def __init__(self, callback, total: int):
-        self.callback, self.total, self.done = callback, total, 0
-
-    def step(self) -> None:
-        """Count one finished check batch and report it to the callback."""
-        self.done += 1
-        if self.callback is not None:
-            self.callback(self.done, self.total)
 
 
 def _positive(name: str, value) -> int:

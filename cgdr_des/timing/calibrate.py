@@ -83,8 +83,9 @@ def resolution(params) -> float:
     return max(min(steps), MIN_STEP)
 
 
-def compass(problem: Problem, u0, which=None, *, step=STEP0, min_step=None, max_evals=MAX_EVALS):
-    """Compass search from ``u0`` on the unit box; returns ``(u, loss, evaluations)``."""
+def compass(problem: Problem, u0, which=None, *, step=STEP0, min_step=None, max_evals=MAX_EVALS, on_step=None):
+    """Compass search from ``u0`` on the unit box; returns ``(u, loss, evaluations)``. ``on_step()``
+    is called each time the step is halved (:func:`step_sizes` times when the search runs to the end)."""
     min_step = resolution(problem.params) if min_step is None else min_step
     u = np.array(u0, dtype=float)
     f, evals = problem.loss(u, which), 1
@@ -104,15 +105,26 @@ def compass(problem: Problem, u0, which=None, *, step=STEP0, min_step=None, max_
                 break
         if not improved:
             step /= 2
+            if on_step is not None:
+                on_step()
     return u, f, evals
+
+
+def step_sizes(step: float, min_step: float) -> int:
+    """How many step sizes compass search tries from ``step`` down to ``min_step``."""
+    count = 0
+    while step >= min_step:
+        step, count = step / 2, count + 1
+    return count
 
 
 def _residuals(problem: Problem, u, idx) -> np.ndarray:
     return np.log(problem.predict(u, idx) / problem.measured[idx])
 
 
-def levenberg_marquardt(problem: Problem, u0, which=None, *, iters: int = LM_ITERS):
-    """Damped Gauss-Newton steps on the unit box; returns ``(u, loss, evaluations)``."""
+def levenberg_marquardt(problem: Problem, u0, which=None, *, iters: int = LM_ITERS, on_step=None):
+    """Damped Gauss-Newton steps on the unit box; returns ``(u, loss, evaluations)``; ``on_step()``
+    after each of at most ``iters`` iterations."""
     idx = list(range(len(problem.measured))) if which is None else list(which)
     u, lam, evals = np.array(u0, dtype=float), 1e-3, 1
     r = _residuals(problem, u, idx)
@@ -133,6 +145,8 @@ def levenberg_marquardt(problem: Problem, u0, which=None, *, iters: int = LM_ITE
             u, r, lam = v, rv, lam / 10
         else:
             lam *= 10
+        if on_step is not None:
+            on_step()
         if r @ r < 1e-12 or np.max(np.abs(step)) < resolution(problem.params):
             break
     return u, float(r @ r), evals
@@ -166,23 +180,43 @@ class Fit:
         return float(np.sqrt(np.mean(self.points["loo_error_pct"] ** 2)))
 
 
-def calibrate(problem: Problem, *, loo: bool = True) -> Fit:
+def calibrate(problem: Problem, *, loo: bool = True, progress=None) -> Fit:
     """Fit from the nominal values, then refit without each point in turn (from the full fit) and
-    predict it: the leave-one-out error says how far the fit can be trusted on a shape it did not see."""
+    predict it: the leave-one-out error says how far the fit can be trusted on a shape it did not see.
+    ``progress`` (a :class:`~cgdr_des.results.progress.Progress`) shows the two stages of the fit
+    (Levenberg-Marquardt iterations, compass step sizes) and the leave-one-out refits."""
+    from cgdr_des.results.progress import Progress
+
+    progress = progress if progress is not None else Progress.off()
     nom = nominal(problem.evaluators[0].profile, problem.params)
     u0 = [unit_of(p, nom[p.name]) for p in problem.params]
-    u, f, evals = fit_box(problem, u0)
     n = len(problem.measured)
+    what = f"fitting {len(problem.params)} field{'s' if len(problem.params) != 1 else ''} to {n} points"
+    with progress.stage(f"{what}: Levenberg-Marquardt", LM_ITERS, "iterations") as stage:
+        u, _, e1 = levenberg_marquardt(problem, u0, on_step=stage.advance)
+    sizes = step_sizes(POLISH_STEP, resolution(problem.params))
+    with progress.stage(f"{what}: compass search", sizes, "step sizes") as stage:
+        u, f, e2 = compass(problem, u, step=POLISH_STEP, on_step=stage.advance)
+    loo_us, e3 = _leave_one_out(problem, u, n if loo and n > 1 else 0, progress)
     nominal_us, fitted_us = problem.predict(u0), problem.predict(u)
-    loo_us = np.full(n, math.nan)
-    for i in range(n if loo and n > 1 else 0):
-        rest = [j for j in range(n) if j != i]
-        ui, _, e = fit_box(problem, u, rest)
-        evals += e
-        loo_us[i] = problem.predict(ui, [i])[0]
     pts = pd.DataFrame({"scenario": [str(ev.scenario.name) for ev in problem.evaluators],
                         "measured_us": problem.measured, "nominal_us": nominal_us, "fitted_us": fitted_us})
     pts["residual_pct"] = 100 * (pts["fitted_us"] / pts["measured_us"] - 1)
     pts["loo_us"] = loo_us
     pts["loo_error_pct"] = 100 * (pts["loo_us"] / pts["measured_us"] - 1)
-    return Fit(nom, problem.point(u), f, evals, pts)
+    return Fit(nom, problem.point(u), f, e1 + e2 + e3, pts)
+
+
+def _leave_one_out(problem: Problem, u, count: int, progress) -> tuple[np.ndarray, int]:
+    """Each of the first ``count`` points predicted by a refit (from ``u``) without it; NaN for the rest."""
+    loo_us, evals = np.full(len(problem.measured), math.nan), 0
+    if count == 0:
+        return loo_us, evals
+    with progress.stage(f"leave-one-out: {count} refits", count, "refits") as stage:
+        for i in range(count):
+            rest = [j for j in range(len(problem.measured)) if j != i]
+            ui, _, e = fit_box(problem, u, rest)
+            evals += e
+            loo_us[i] = problem.predict(ui, [i])[0]
+            stage.advance()
+    return loo_us, evals

@@ -63,22 +63,29 @@ def _row(kind: str, point: dict, full: dict, cycles: int, us: float, param=None,
 def run_sensitivity(scenario, *, fields=None, samples: int = DEFAULT_SAMPLES, seed: int = DEFAULT_SEED,
                     progress=None) -> Sensitivity:
     """One-at-a-time ends and ``samples`` joint Latin-hypercube points of the ranged parameters of
-    the scenario's profile (``fields`` restricts them: names ``field`` or ``field.op``)."""
+    the scenario's profile (``fields`` restricts them: names ``field`` or ``field.op``). ``progress``
+    (a :class:`~cgdr_des.results.progress.Progress`) shows two stages: the nominal run with the
+    one-at-a-time ends, then the joint sample."""
+    from cgdr_des.results.progress import Progress
+
+    progress = progress if progress is not None else Progress.off()
     ev = Evaluator(scenario)
     params = select(ev.profile, fields, scenario.kernel.kernel_version)
     nom = nominal(ev.profile, params)
     oat = one_at_a_time(ev.profile, params)
     joint = latin_hypercube(params, samples, seed)
-    total, rows = 1 + len(oat) + len(joint), []
-    rows.append(_row("nominal", {}, nom, *ev.makespan({})))
-    for name, end, x in oat:
-        rows.append(_row("oat", {name: x}, nom, *ev.makespan({name: x}), param=name, end=end, value=x))
-        if progress:
-            progress(len(rows), total)
-    for point in joint:
-        rows.append(_row("lhs", point, nom, *ev.makespan(point)))
-        if progress:
-            progress(len(rows), total)
+    rows = []
+    with progress.stage(f"nominal and {len(oat)} one-at-a-time ends of {len(params)} fields", 1 + len(oat),
+                        "runs") as stage:
+        rows.append(_row("nominal", {}, nom, *ev.makespan({})))
+        stage.advance()
+        for name, end, x in oat:
+            rows.append(_row("oat", {name: x}, nom, *ev.makespan({name: x}), param=name, end=end, value=x))
+            stage.advance()
+    with progress.stage(f"{len(joint)} joint Latin-hypercube samples", len(joint), "samples") as stage:
+        for point in joint:
+            rows.append(_row("lhs", point, nom, *ev.makespan(point)))
+            stage.advance()
     runs = pd.DataFrame(rows)
     runs["change_pct"] = 100.0 * (runs["makespan_us"] / rows[0]["makespan_us"] - 1.0)
     return Sensitivity(scenario.name, runs, tuple(p.name for p in params), seed)
