@@ -34,7 +34,7 @@ def measured(measurements: Path, out: Path, hypotheses: str) -> None:
     with published_310p.csv, e.g. scenarios/measured) beside the vector-only and Cube-era
     predictions: nominal and a range from the profile's fast and slow corners plus the ranged host
     overhead; then say which hypothesis the measurements are consistent with."""
-    from cgdr_des.results.measured import HYPOTHESES, compare_measured, verdicts
+    from cgdr_des.measured import HYPOTHESES, compare_measured, verdicts
 
     known = {h.name: h for h in HYPOTHESES}
     chosen = [s.strip() for s in hypotheses.split(",") if s.strip()]
