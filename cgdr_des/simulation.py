@@ -14,9 +14,9 @@ from cgdr_des.kernel.batched import compute_numbers
 from cgdr_des.kernel.dispatch import assign_items, compute_avgload
 from cgdr_des.kernel.functional import build_launch, core_assignments, make_launch
 from cgdr_des.kernel.launch import CHUNK_SIZE, Shape, ceil_div, should_split
+from cgdr_des.kernel.output_check import check_outputs
 from cgdr_des.kernel.policies import COST_POLICIES
 from cgdr_des.kernel.program import ReuseStage, core_program
-from cgdr_des.numerics.finite import check_outputs
 from cgdr_des.results.frames import build_result
 from cgdr_des.workload.tensors import draw_g, make_inputs
 
