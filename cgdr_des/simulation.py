@@ -10,6 +10,7 @@ from __future__ import annotations
 from cgdr_des.hw import Machine, load_profile
 from cgdr_des.hw.costs import check_timing_fields
 from cgdr_des.hw.phase import PhaseCompiler
+from cgdr_des.item_costs import measure_item_costs
 from cgdr_des.kernel.batched import compute_numbers
 from cgdr_des.kernel.dispatch import assign_items, compute_avgload
 from cgdr_des.kernel.functional import build_launch, core_assignments, make_launch
@@ -219,10 +220,9 @@ def _item_cost(launch, prof, policy):
     """The calibrated item-cost model a cost-weighted policy dispatches by (None for token policies)."""
     if policy not in COST_POLICIES:
         return None
-    from cgdr_des.tail.calibration import costs_for  # lazy: it runs a launch of its own
-
     sh = launch.shape
-    return costs_for(prof, sh.nk, sh.nv, sh.dk, sh.dv, sh.has_gamma, launch.tiling.buffer_num).item_cycles
+    costs = measure_item_costs(prof, sh.nk, sh.nv, sh.dk, sh.dv, sh.has_gamma, launch.tiling.buffer_num, run_launch)
+    return costs.item_cycles
 
 
 def simulate_launch(query, key, value, beta, initial_state, actual_seq_lengths, g, scale_value, *,

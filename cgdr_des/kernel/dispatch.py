@@ -122,7 +122,7 @@ def assign_items(lengths: Sequence[int], nv: int, dv: int, v_step: int, block_di
     """Per core (``block_dim`` lists), the items it processes, in processing order.
 
     Split mode and avgload are decided exactly as the device does with ``GetBlockNum() == block_dim``.
-    ``item_cost`` is required by the cost-weighted policies (``cgdr_des.tail.item_cost_model``).
+    ``item_cost`` is required by the cost-weighted policies (``cgdr_des.item_costs``).
     """
     if policy not in POLICIES:
         raise InputError("policy", policy, f"one of {', '.join(POLICIES)}")
