@@ -304,12 +304,12 @@ def _validate(name: str, value, where: str):
         raise InputError(f"{where}.{name}", value, str(exc)) from None
 
 
-def _merge(old, new):
+def merge_tables(old, new):
     """Nested tables merge key by key so an override can change one op's width only."""
     if isinstance(old, Mapping) and isinstance(new, Mapping):
         out = dict(old)
         for k, v in new.items():
-            out[k] = _merge(old[k], v) if k in old else v
+            out[k] = merge_tables(old[k], v) if k in old else v
         return out
     return new
 
@@ -408,7 +408,7 @@ def _build(doc: dict, where: str, overrides: Mapping | None) -> Profile:
     for name, value in (overrides or {}).items():
         if name not in FIELD_NAMES:
             raise InputError(f"overrides.{name}", value, f"a profile field ({', '.join(FIELD_NAMES)})")
-        values[name] = _validate(name, _merge(values[name], value), "overrides")
+        values[name] = _validate(name, merge_tables(values[name], value), "overrides")
         sources[name] = FrozenMap({"source": "override", "confidence": "override"})
     _check_consistency(values, where)
     return Profile(name=str(meta.get("name", where)), chip=str(meta.get("chip", "")),
@@ -422,7 +422,7 @@ def with_overrides(profile: Profile, overrides: Mapping) -> Profile:
     for name, value in overrides.items():
         if name not in FIELD_NAMES:
             raise InputError(f"overrides.{name}", value, f"a profile field ({', '.join(FIELD_NAMES)})")
-        values[name] = _validate(name, _merge(getattr(profile, name), value), "overrides")
+        values[name] = _validate(name, merge_tables(getattr(profile, name), value), "overrides")
         sources[name] = FrozenMap({"source": "override", "confidence": "override"})
     new = replace(profile, sources=FrozenMap(sources), **values)
     _check_consistency({n: getattr(new, n) for n in FIELD_NAMES}, "overrides")

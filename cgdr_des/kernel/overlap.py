@@ -32,13 +32,13 @@ from dataclasses import dataclass
 from cgdr_des.errors import KernelDiagnostic
 from cgdr_des.isa import AllocTensor, DataCopyParams, DeQue, Dma, EnQue, FreeTensor, SetFlag, WaitFlag
 from cgdr_des.kernel.emit import PB_V, S_V, V_S, dma_in, gm_load, loop, scalar, vec
+from cgdr_des.kernel.fast_paths import UINT16_MAX, can_cache_attn_query, qk_dma_fast
 from cgdr_des.kernel.launch import ceil_align
 from cgdr_des.kernel.layout import IN_QUEUE
 
 #: event id of the state double buffer's pairs: above the ids TPipe hands out first (FetchEventID and
 #: AllocEventID take the lowest free id), below the reserved 6 and 7 (docs/hardware.md row 23)
 STATE_EVENT_ID = 5
-UINT16_MAX = 65535
 
 
 @dataclass(frozen=True)
@@ -105,8 +105,6 @@ def _q_offset(core) -> int:
 
 def check_prefetch_paths(core, load: InLoad) -> None:
     """The prefetch stages with 2-D DMAs only: the DMA fast paths of Phase 1 and Step 1 must hold."""
-    from cgdr_des.kernel.phases import qk_dma_fast
-
     sh = core.shape
     gap = (sh.nv * sh.dv - load.cv) * 2
     if not (qk_dma_fast(core, load.L) and load.cv * 2 % 32 == 0 and gap % 32 == 0 and gap // 32 <= UINT16_MAX):
@@ -139,8 +137,6 @@ def issue_in_load(core, load: InLoad, slot: int, cache_q: bool, out: list) -> No
 def chunk_key_records(core, ch, out: list) -> None:
     """LoadChunkKey with prefetch: stage this chunk if nothing did (the core's first chunk), issue the
     next chunk's loads, DeQue this chunk's buffer and cast K from it."""
-    from cgdr_des.kernel.phases import can_cache_attn_query
-
     sh, pf = core.shape, ch.prefetch
     if pf.now is not None:
         issue_in_load(core, pf.now, pf.slot, can_cache_attn_query(core, pf.now.L), out)

@@ -31,9 +31,8 @@ from cgdr_des.kernel.emit import (
     scalar,
     vec,
 )
+from cgdr_des.kernel.fast_paths import can_cache_attn_query, qk_dma_fast
 from cgdr_des.kernel.launch import CHUNK_SIZE as CS
-
-UINT16_MAX = 65535
 
 
 def _v2(core, name: str, cols: int) -> np.ndarray:
@@ -53,16 +52,6 @@ def rows(core, ch, tensor: str, cols=slice(None)) -> np.ndarray:
     x = core.launch.wide[tensor]
     x = x[ch.t_start:ch.t_start + ch.L, heads] if x.ndim == 2 else x[ch.t_start:ch.t_start + ch.L, heads, cols]
     return np.moveaxis(x, 1, 0)
-
-
-def qk_dma_fast(core, L: int) -> bool:
-    """Phase 1's fast-path conditions (also the first half of CanCacheAttnQuery). Under prefetch the
-    rows are staged in inQueue_, sized for them, so the staging-fits-chunkVFp32 condition drops."""
-    sh = core.shape
-    gap_bytes = (sh.nk * sh.dk - sh.dk) * 2
-    staging_fits = L * sh.dk <= 2 * CS * core.v_aligned or getattr(getattr(core, "tiling", None), "prefetch", False)
-    return (L <= UINT16_MAX and staging_fits and sh.align_k == sh.dk
-            and sh.dk * 2 % 32 == 0 and gap_bytes % 32 == 0 and gap_bytes // 32 <= UINT16_MAX)
 
 
 def _qk_dma(core, ch, tensor: str, out: list) -> None:
@@ -155,11 +144,6 @@ def prepare_decay_and_exp(core, ch, out: list) -> None:
     for i in range(L):
         out += [UB_LOAD, vec("Duplicate", CS, d0), PB_V, vec("Sub", CS, d0, d0, gc0), PB_V,
                 vec("Exp", CS, dm0 + 4 * i * CS, d0), PB_V]
-
-
-def can_cache_attn_query(core, L: int) -> bool:
-    """CanCacheAttnQuery: Phase 1's DMA conditions and L*dk <= cs*V (Q fits chunkAttnOutFp32)."""
-    return qk_dma_fast(core, L) and L * core.shape.dk <= CS * core.v_aligned
 
 
 def prepare_attn_query_cache(core, ch, out: list) -> None:

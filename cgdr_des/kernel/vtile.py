@@ -32,9 +32,10 @@ from cgdr_des.kernel.emit import (
     scalar_exp_call,
     vec,
 )
+from cgdr_des.kernel.fast_paths import UINT16_MAX
 from cgdr_des.kernel.launch import CHUNK_SIZE as CS
 from cgdr_des.kernel.launch import ceil_align
-from cgdr_des.kernel.phases import UINT16_MAX, _v2, rows
+from cgdr_des.kernel.phases import _v2, rows
 from cgdr_des.numerics.scalar_exp import scalar_exp_array
 
 OUT_QUEUE = "stateOutQueue_"

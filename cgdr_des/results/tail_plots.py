@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
-from cgdr_des.results.plots import _save
+from cgdr_des.results.plots import save_figure
 
 CDF_POINTS, SCATTER_POINTS = 2000, 3000
 
@@ -65,7 +65,7 @@ def plot_makespan_cdf(batches, path: Path, name: str) -> Path:
            title=f"{name}: makespan CDF over {batches['batch_index'].nunique():,} batches")
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_ratio_hist(batches, path: Path, name: str) -> Path:
@@ -80,7 +80,7 @@ def plot_ratio_hist(batches, path: Path, name: str) -> Path:
     ax.set(xlabel="makespan ÷ lower bound (last bin: beyond)", ylabel="batches",
            title=f"{name}: distance from the lower bound")
     ax.legend(fontsize="small")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_load_balance(cores, path: Path, name: str) -> Path:
@@ -104,7 +104,7 @@ def plot_load_balance(cores, path: Path, name: str) -> Path:
     fig.supxlabel("core busy time ÷ the batch's mean core busy time")
     fig.supylabel("cores (pooled over batches)")
     fig.suptitle(f"{name}: load balance in time")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_vs_max_seqlen(batches, path: Path, name: str) -> Path:
@@ -120,4 +120,4 @@ def plot_vs_max_seqlen(batches, path: Path, name: str) -> Path:
     ax.set(xlabel="longest sequence of the batch (tokens)", ylabel="makespan (µs)",
            title=f"{name}: makespan against the longest sequence{shown}")
     ax.legend(fontsize="small", markerscale=3)
-    return _save(fig, path)
+    return save_figure(fig, path)
