@@ -37,6 +37,7 @@ from cgdr_des.hw.hazards import Timed
 from cgdr_des.hw.queues import IssueQueue
 from cgdr_des.hw.records import BAR, DMA, FIXED, MAC, SET, VEC, WAIT, Entry
 from cgdr_des.hw.rules import arrival, barrier, fixed_op, flag_set, flag_wait, set_while_set, vec_op
+from cgdr_des.hw.simpy_compat import trigger_put
 from cgdr_des.isa import HARD_EVENTS
 
 
@@ -141,7 +142,7 @@ def vector_pipe(core, P: PipeState):
                 _executed(core, e, "V", a, end)
             ring[nd % depth] = deq
             if put_queue:       # the scalar unit waits for this slot (IssueQueue.took, inline)
-                queue._trigger_put(None)
+                trigger_put(queue, None)
             if keep:
                 core.rows.append(_v_row(core.cid, e, a, end))
             if end > done:
