@@ -5,7 +5,7 @@ effect of generating them), and either executes it itself or hands it to a pipe 
 
 - itself: ``Scalar`` (count x per-kind cycles; ``exp`` from the ALU and division work the record
   declares, :func:`~cgdr_des.hw.rules.scalar_exp`), ``ScalarGm`` (through the data cache,
-  :func:`~cgdr_des.hw.rules.scalar_gm`), ``Tag`` (0 cycles: opens a new span), SetFlag with
+  :func:`~cgdr_des.hw.rules.scalar_gm_l2`), ``Tag`` (0 cycles: opens a new span), SetFlag with
   source S (:func:`~cgdr_des.hw.rules.scalar_flag_set`), WaitFlag with destination S (stalls until
   the flag's set is recorded, then :func:`~cgdr_des.hw.rules.flag_wait`), ``PipeBarrier<ALL>``
   (stalls until V, MTE2 and MTE3 have drained, :func:`~cgdr_des.hw.rules.barrier`), TPipe/TQue
