@@ -70,6 +70,7 @@ from cgdr_des.errors import KernelDiagnostic
 from cgdr_des.hw.compute_state import ScanState, Totals, delayed, record_counts, scalar_only
 from cgdr_des.hw.costs import scalar_kind_cycles, vec_params
 from cgdr_des.hw.dcache import L2_HIT
+from cgdr_des.hw.flags import DOUBLE_SET
 from cgdr_des.hw.profile import Profile
 from cgdr_des.hw.rules import (
     arrival,
@@ -108,8 +109,8 @@ class ComputeRunTimer:
         # unpacked once per _walk, in this order
         vec_call = vec_call_scalar(p.vec_api_scalar_cycles, p.vec_call_loop_cycles)
         self.consts = (p.kernel_launch_cycles, p.flag_cycles, vec_call, p.scalar_dispatch_cycles,
-                       p.queue_depth, p.event_ids_per_hard_event, p.flag_double_set == "stall",
-                       p.flag_double_set == "diagnostic", vec_params(p), scalar_kind_cycles(p))
+                       p.queue_depth, p.event_ids_per_hard_event, DOUBLE_SET[p.flag_double_set].stall,
+                       DOUBLE_SET[p.flag_double_set].report, vec_params(p), scalar_kind_cycles(p))
         #: ScalarGm cycles by [store][outcome] (outcome 0 a miss, 1 a hit, L2_HIT), from the rule
         self.gm_cost = [[scalar_gm_l2(o == 1, o == L2_HIT, store, p.scalar_ub_load_cycles, p.scalar_ub_store_cycles,
                                       p.dcache_miss_cycles, p.l2_hit_cycles) for o in range(L2_HIT + 1)]

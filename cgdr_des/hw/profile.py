@@ -33,10 +33,11 @@ from importlib import resources
 from pathlib import Path
 
 from cgdr_des.errors import InputError
+from cgdr_des.hw.flags import DOUBLE_SET
 from cgdr_des.hw.ranges import ParamRange, parse_range
 
 CONFIDENCES = ("H", "M", "L")
-FLAG_DOUBLE_SET_POLICIES = ("diagnostic", "counter", "stall", "lost")
+FLAG_DOUBLE_SET_POLICIES = tuple(DOUBLE_SET)   # what each does: cgdr_des.hw.flags.DoubleSet
 VEC_OPS = ("Duplicate", "Muls", "Mul", "Add", "Sub", "Axpy", "Exp", "Cast", "WholeReduceSum")
 #: vector ops only the Cube-era kernel issues (docs/kernel-cube.md §3)
 CUBE_VEC_OPS = ("Brcb", "Gather", "MulAddDst", "TransDataTo5HD", "CreateVecIndex")

@@ -28,7 +28,7 @@ The scalar unit is sequential, so ``busy + stall`` is exactly its last cycle min
 from __future__ import annotations
 
 from cgdr_des.hw.diagnostics import HwFault, at
-from cgdr_des.hw.flags import CHECKED_POLICIES, EVENTS, double_set_message, drop_lost
+from cgdr_des.hw.flags import DOUBLE_SET, EVENTS, double_set_at_wait, record_set
 from cgdr_des.hw.records import BAR, MAC, SET, VEC, WAIT, Entry, MacroTally, new_entry
 from cgdr_des.hw.rules import (
     flag_wait,
@@ -63,7 +63,7 @@ class ScalarUnit:
     """The scalar unit's clock and totals, and how it executes each kind of record."""
 
     __slots__ = ("core", "prof", "t", "stall", "idx", "span", "cnt", "V", "kinds", "vp", "keep",
-                 "rows_append", "env", "wait_kind", "wait_on", "checked", "lost", "stall_policy", "f", "routes",
+                 "rows_append", "env", "wait_kind", "wait_on", "rule", "checked", "stall_policy", "f", "routes",
                  "depth", "disp", "api")
 
     def __init__(self, core) -> None:
@@ -76,8 +76,8 @@ class ScalarUnit:
         #: HardEvent -> (the core's flags of it by id, its EventInfo): one lookup per Set/WaitFlag
         self.routes = {ev: (row, EVENTS[ev]) for ev, row in core.flags.table.items()}
         self.keep, self.rows_append, self.env = core.keep_ops, core.rows.append, core.env
-        policy = self.prof.flag_double_set
-        self.checked, self.lost, self.stall_policy = policy in CHECKED_POLICIES, policy == "lost", policy == "stall"
+        self.rule = rule = DOUBLE_SET[self.prof.flag_double_set]
+        self.checked, self.stall_policy = rule.check, rule.stall
         self.f = self.prof.flag_cycles
         #: queue depth, cycles per hand-over, and the scalar cycles of a vector call before it
         self.depth, self.disp = self.prof.queue_depth, self.prof.scalar_dispatch_cycles
@@ -149,10 +149,9 @@ class ScalarUnit:
         sets = fl.sets
         _, c, free, _, _ = flag_wait(t, t, sets.popleft(), self.f)
         if sets and self.checked and set_while_set(sets[0], c):
-            if self.lost:
-                drop_lost(fl, c)
-            else:
-                raise self.fail(double_set_message(fl, sets[0], c) + " (seen at this WaitFlag)")
+            msg = double_set_at_wait(fl, c, self.rule)
+            if msg is not None:
+                raise self.fail(msg)
         fl.last_consume = c
         self.stall += c - t
         self.did(EVENTS[fl.event].wait_op, t, free, fl.id)
@@ -162,14 +161,9 @@ class ScalarUnit:
         """SetFlag with source S at cycle ``t`` (under ``stall``, the previous set already
         consumed); returns the cycle it fires, when the scalar unit goes on."""
         fire, stall = scalar_flag_set(t, fl.last_consume, self.f, self.stall_policy)
-        if self.checked and not fl.sets and set_while_set(fire, fl.last_consume):
-            if not self.lost:
-                raise self.fail(double_set_message(fl, fire, fl.last_consume))
-            fl.lost += 1
-        else:
-            fl.sets.append(fire)
-            if fl.waiter is not None:
-                fl.wake()
+        msg = record_set(fl, fire, self.rule)
+        if msg is not None:
+            raise self.fail(msg)
         if stall:
             self.stall += stall
         span = self.span            # did(), inline: the kernel sets S_V before every row it hands V
