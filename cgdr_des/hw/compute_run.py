@@ -100,17 +100,32 @@ class RunTiming(NamedTuple):
     v_stall: int
 
 
+class TimerConsts(NamedTuple):
+    """The profile's values the timer reads, computed once per profile."""
+
+    launch: int             # kernel_launch_cycles
+    flag: int               # flag_cycles
+    vec_call: int           # scalar cycles of one vector call before its hand-over
+    dispatch: int           # scalar_dispatch_cycles per hand-over
+    queue_depth: int
+    n_ids: int              # event ids per HardEvent
+    stall_policy: bool      # flag_double_set's rule: S's SetFlag waits for the previous consume
+    report_double: bool     # flag_double_set's rule: a double set is a diagnostic
+    vec_params: dict        # dtype -> op -> (width, cycles per repeat, latency)
+    scalar_kinds: dict      # Scalar kind -> cycles per count
+
+
 class ComputeRunTimer:
     """The profile's constants and cost tables, computed once for many runs."""
 
     def __init__(self, profile: Profile) -> None:
         p = profile
         self.profile = p
-        # unpacked once per _walk, in this order
         vec_call = vec_call_scalar(p.vec_api_scalar_cycles, p.vec_call_loop_cycles)
-        self.consts = (p.kernel_launch_cycles, p.flag_cycles, vec_call, p.scalar_dispatch_cycles,
-                       p.queue_depth, p.event_ids_per_hard_event, DOUBLE_SET[p.flag_double_set].stall,
-                       DOUBLE_SET[p.flag_double_set].report, vec_params(p), scalar_kind_cycles(p))
+        rule = DOUBLE_SET[p.flag_double_set]
+        self.consts = TimerConsts(p.kernel_launch_cycles, p.flag_cycles, vec_call, p.scalar_dispatch_cycles,
+                                  p.queue_depth, p.event_ids_per_hard_event, rule.stall, rule.report, vec_params(p),
+                                  scalar_kind_cycles(p))
         #: ScalarGm cycles by [store][outcome] (outcome 0 a miss, 1 a hit, L2_HIT), from the rule
         self.gm_cost = [[scalar_gm_l2(o == 1, o == L2_HIT, store, p.scalar_ub_load_cycles, p.scalar_ub_store_cycles,
                                       p.dcache_miss_cycles, p.l2_hit_cycles) for o in range(L2_HIT + 1)]
@@ -141,7 +156,8 @@ class ComputeRunTimer:
         returns its index (``len(records)`` if none). ``seen``: where to note how each ScalarGm went.
         State in locals (this runs once per record of every compiled run) for Scalar, ScalarGm, VecOp
         and PipeBarrier<V>, nearly every record; a flag or a Repeat goes to :meth:`_sync` on ``st``."""
-        (_, _, api, disp, _, _, _, _, vp, kc), gm_cost = self.consts, self.gm_cost
+        consts, gm_cost = self.consts, self.gm_cost
+        api, disp, vp, kc = consts.vec_call, consts.dispatch, consts.vec_params, consts.scalar_kinds
         access, lines, line_bytes, to_end = dcache.access, dcache.lines, dcache.line_bytes, dcache.lines.move_to_end
         (t, free, done, cov, s_stall, v_busy, v_stall, n_vec, n_bar, n_ld, n_st, first, n_v) = st.scalars()
         ring, ring_append, scalar_n, scalar_get = st.ring, st.ring.append, st.scalar_n, st.scalar_n.get
@@ -213,7 +229,8 @@ class ComputeRunTimer:
         state = st.flags.get(ev)
         if state is None or type(rid) is not int:
             return False
-        f, n_ids, stall_policy, diag_double = self.consts[1], self.consts[5], self.consts[6], self.consts[7]
+        consts = self.consts
+        f, n_ids, stall_policy, diag_double = consts.flag, consts.n_ids, consts.stall_policy, consts.report_double
         if not 0 <= rid < n_ids:
             raise KernelDiagnostic(f"{ev}: event id {rid} outside 0..{n_ids - 1}")
         pend, cons = state[0][rid], state[1]
@@ -227,7 +244,7 @@ class ComputeRunTimer:
             st.s_stall += stall
             return True
         # V sets V_S, V_V and waits S_V, V_V: handed over like any entry, then executed by V
-        st.t, stall = hand_over(st.t, st.ring[0], self.consts[3])
+        st.t, stall = hand_over(st.t, st.ring[0], consts.dispatch)
         st.s_stall += stall
         st.n_v += 1
         a = arrival(st.free, st.t)
@@ -373,7 +390,7 @@ class ComputeRunTimer:
         hold every ScalarExp call of the body (None otherwise, or if the Repeat declares none)."""
         if rep.exp is None:
             return None
-        kc, cycles, j = self.consts[9], 0, 0
+        kc, cycles, j = self.consts.scalar_kinds, 0, 0
         while j < len(body) and type(body[j]) is Scalar:
             rec = body[j]
             if rec.kind != "exp":

@@ -222,7 +222,7 @@ def _describe_head(P: PipeState) -> str:
     if e is None:
         return "has work but no head entry"
     if e.code == WAIT:
-        what = f"waits in {flag_name('WaitFlag', e.a)} for a SetFlag that never comes{_lost(e.a)}"
+        what = f"waits in {flag_name('WaitFlag', e.flag)} for a SetFlag that never comes{_lost(e.flag)}"
     elif e.code == DMA:
         what = "waits for its DMA to finish (GM bandwidth)"
     else:

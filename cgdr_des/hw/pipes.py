@@ -176,7 +176,7 @@ def _v_row(cid: int, e: Entry, start: int, end: int) -> tuple:
     elif code == BAR:
         op, elements = "PipeBarrier:V", 0
     elif code == WAIT or code == SET:
-        op, elements = (WAIT_OP if code == WAIT else SET_OP)[e.a.event], e.a.id
+        op, elements = (WAIT_OP if code == WAIT else SET_OP)[e.flag.event], e.flag.id
     elif code == MAC:
         op, elements = "Macro:" + rec.name, 0
     else:
@@ -190,7 +190,7 @@ def _wait_for_work(core, P: PipeState):
     q = P.q.items
     if q:
         P.head = q[0]
-        return P.head.a.wait_set(core.env)
+        return P.head.flag.wait_set(core.env)
     P.head = None
     if P.drain_ev is not None:
         P.drain_ev.succeed()
@@ -326,8 +326,8 @@ def fixed_pipe(core, P: PipeState):
 def _executed(core, e: Entry, pipe: str, start: int, end: int) -> str:
     """A fixed-cost record ran from ``start`` to ``end``: log its buffer accesses; its ops label."""
     label = type(e.rec).__name__
-    if e.b.reads or e.b.writes:
-        core.buffers.executed(e.b, Timed(e.idx, label, pipe, start, end))
+    if e.access.reads or e.access.writes:
+        core.buffers.executed(e.access, Timed(e.idx, label, pipe, start, end))
     return label
 
 
@@ -335,6 +335,6 @@ def _submit(core, P: PipeState, e: Entry, a: int):
     """Hand a DMA starting at cycle ``a`` to the GM bus; returns the event of its completion (value:
     the Transfer), which holds the pipe."""
     done = core.env.event()
-    core.bus.submit(a + e.a, e.rec.nbytes, e.b, done.succeed)
+    core.bus.submit(a + e.first_byte, e.rec.nbytes, e.rate_cap, done.succeed)
     P.outstanding, P.head = 1, e
     return done

@@ -31,7 +31,7 @@ from simpy.core import BoundClass
 from simpy.events import Event
 from simpy.resources.base import BaseResource, Get, Put
 
-from cgdr_des.hw.records import Entry, new_entry
+from cgdr_des.hw.records import ENTRY_TYPES, Entry, new_entry
 from cgdr_des.hw.rules import hand_over
 from cgdr_des.hw.simpy_compat import trigger_put
 
@@ -81,7 +81,7 @@ class IssueQueue(BaseResource):
         n = self.n_push
         t, stall = hand_over(ready, self.ring[n % self.capacity], dispatch)
         code, rec, span, idx, a, b = fields
-        self.items.append(new_entry(Entry, (code, t + offset, rec, span, idx, a, b)))
+        self.items.append(new_entry(ENTRY_TYPES[code], (code, t + offset, rec, span, idx, a, b)))
         self.n_push = n + 1
         if self.get_queue:
             self.get_queue.pop().succeed()

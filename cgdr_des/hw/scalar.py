@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from cgdr_des.hw.diagnostics import HwFault, at
 from cgdr_des.hw.flags import DOUBLE_SET, EVENTS, double_set_at_wait, record_set
-from cgdr_des.hw.records import BAR, MAC, SET, VEC, WAIT, Entry, MacroTally, new_entry
+from cgdr_des.hw.records import BAR, ENTRY_TYPES, MAC, SET, VEC, WAIT, MacroTally, new_entry
 from cgdr_des.hw.rules import (
     flag_wait,
     hand_over,
@@ -92,15 +92,11 @@ class ScalarUnit:
         return at(self.core.cid, self.idx, self.span, msg)
 
     def did(self, op: str, t0: int, t1: int, elements: int = 0, nbytes: int = 0) -> None:
-        """The scalar unit did ``op`` itself from ``t0`` to ``t1`` (Span.add, inline: once per record)."""
+        """The scalar unit did ``op`` itself from ``t0`` to ``t1``."""
         span = self.span
         if self.keep:
             self.rows_append(span.row(self.core.cid, "S", op, t0, t1, elements, nbytes))
-        if t0 < span.start:
-            span.start = t0
-        if t1 > span.end:
-            span.end = t1
-        span.n += 1
+        span.add(t0, t1)
 
     # ---------------------------------------------------------------- records it executes itself
 
@@ -128,11 +124,7 @@ class ScalarUnit:
         span = self.span
         if self.keep:
             self.rows_append(span.row(self.core.cid, "S", "gm_store" if store else "gm_load", t, end, 1, rec.nbytes))
-        if t < span.start:      # Span.add, inline
-            span.start = t
-        if end > span.end:
-            span.end = end
-        span.n += 1
+        span.add(t, end)
         return end
 
     def _exp_cycles(self, rec: Scalar) -> int:
@@ -169,11 +161,7 @@ class ScalarUnit:
         span = self.span            # did(), inline: the kernel sets S_V before every row it hands V
         if self.keep:
             self.rows_append(span.row(self.core.cid, "S", EVENTS[fl.event].set_op, t, fire, fl.id, 0))
-        if t < span.start:
-            span.start = t
-        if fire > span.end:
-            span.end = fire
-        span.n += 1
+        span.add(t, fire)
         return fire
 
     # ---------------------------------------------------------------- records it hands to a pipe
@@ -243,7 +231,7 @@ def scalar_unit(core, program):
             cycles, key = kind
             cnt[key] += rec.count
             end = t + cycles * rec.count
-            if t < span.start:      # Span.add, inline
+            if t < span.start:      # Span.add, inline: the one copy (a call per Scalar record costs ~1 %)
                 span.start = t
             if end > span.end:
                 span.end = end
@@ -321,7 +309,7 @@ def scalar_unit(core, program):
         n = q.n_push        # IssueQueue.hand, inline: two records in five are handed over
         t, stall = hand_over(t, q.ring[n % depth], disp)
         su.stall += stall
-        q.items.append(new_entry(Entry, (code, t, rec, span, idx, a, b)))
+        q.items.append(new_entry(ENTRY_TYPES[code], (code, t, rec, span, idx, a, b)))
         q.n_push = n + 1
         if q.get_queue:
             q.get_queue.pop().succeed()
