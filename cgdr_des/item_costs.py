@@ -43,6 +43,7 @@ from functools import lru_cache
 import numpy as np
 
 from cgdr_des.errors import KernelDiagnostic
+from cgdr_des.integers import ceil_div
 from cgdr_des.kernel.functional import make_launch
 from cgdr_des.kernel.launch import CHUNK_SIZE, Shape
 from cgdr_des.workload.tensors import draw_g
@@ -90,7 +91,7 @@ class ItemCosts:
         two, middle = (self.lock_two, self.lock_middle) if together else (self.two, self.middle)
         s = np.asarray(seqlen, np.int64)
         v = np.maximum(np.asarray(vtile, np.int64), 0)
-        n = np.maximum(-(-s // CHUNK_SIZE), 1)
+        n = np.maximum(ceil_div(s, CHUNK_SIZE), 1)
         tail = s - CHUNK_SIZE * (n - 1)
         many = two[v, np.where(n > 1, tail, 1)] + np.maximum(n - 2, 0) * middle[v]
         return np.where(s <= 0, 0, np.where(n == 1, self.sole[v, np.clip(tail, 0, CHUNK_SIZE)], many))

@@ -7,23 +7,25 @@ the same numbers the functional run computes, since both pull the same programs.
 
 from __future__ import annotations
 
+from cgdr_des.estimate import OPS_ROW_LIMIT
 from cgdr_des.hw import Machine, load_profile
 from cgdr_des.hw.costs import check_timing_fields
 from cgdr_des.hw.phase import PhaseCompiler
+from cgdr_des.integers import ceil_div
 from cgdr_des.item_costs import measure_item_costs
 from cgdr_des.kernel.batched import compute_numbers
 from cgdr_des.kernel.dispatch import assign_items, compute_avgload
 from cgdr_des.kernel.functional import build_launch, core_assignments, make_launch
-from cgdr_des.kernel.launch import CHUNK_SIZE, Shape, ceil_div, should_split
+from cgdr_des.kernel.launch import CHUNK_SIZE, Shape, should_split
 from cgdr_des.kernel.output_check import check_outputs
 from cgdr_des.kernel.policies import COST_POLICIES
 from cgdr_des.kernel.program import ReuseStage, core_program
 from cgdr_des.results.frames import build_result
 from cgdr_des.workload.tensors import draw_g, make_inputs
 
-#: Per-instruction ops rows are kept up to this many (one row is ~200 bytes in memory); beyond it
-#: only the per-phase spans are (the ops frame is then aggregated, and says so).
-OPS_ROW_LIMIT = 2_000_000
+#: Per-instruction ops rows are kept up to OPS_ROW_LIMIT (one row is ~200 bytes in memory); beyond it
+#: only the per-phase spans are (the ops frame is then aggregated, and says so). Defined in estimate.py,
+#: which predicts a run's memory without loading the simulation.
 #: ops rows of one Cube-era chunk and V-tile at ``instr`` fidelity (about 9 000 records on the fast path)
 CUBE_ROWS_PER_CHUNK = 9_000
 

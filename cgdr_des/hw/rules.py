@@ -31,6 +31,8 @@ entry is complete (a SetFlag: fires). Every function returns integers when given
 
 from __future__ import annotations
 
+from cgdr_des.integers import ceil_div
+
 
 def arrival(free: int, issued: int) -> int:
     """The cycle an entry handed over at ``issued`` starts on a pipe that is free from ``free``."""
@@ -127,7 +129,7 @@ def dma_first_byte(latency: int, overhead: int, calls: int = 1, outstanding: int
     calls pays each call's ``overhead`` one after the other, but up to ``outstanding`` calls wait for
     their first byte at once, so the run pays ``latency`` once per group of ``outstanding`` calls
     (``outstanding`` 1: every call holds the pipe through its whole latency)."""
-    return overhead * calls + latency * -(-calls // outstanding)
+    return overhead * calls + latency * ceil_div(calls, outstanding)
 
 
 def vec_call_scalar(api_cycles: int, loop_cycles: int) -> int:

@@ -34,6 +34,7 @@ from typing import NamedTuple
 from cgdr_des.hw.diagnostics import HwFault
 from cgdr_des.hw.flags import EventIdPool
 from cgdr_des.hw.grants import GrantResource, GrantStore
+from cgdr_des.integers import ceil_align
 
 
 class FlagCall(NamedTuple):
@@ -148,7 +149,7 @@ class UnifiedBuffer:
             if used + num > self.max_per_pos:
                 raise HwFault(f"InitBuffer('{name}'): {used + num} {position} buffers, at most "
                               f"{self.max_per_pos} per position (one event id each)")
-        size = -(-max(nbytes, 0) // self.align) * self.align
+        size = ceil_align(max(nbytes, 0), self.align)
         end = self.offset + num * size
         if end > self.capacity:
             raise HwFault(f"UB over-allocation: InitBuffer('{name}', num={num}, len={nbytes}) needs UB bytes "

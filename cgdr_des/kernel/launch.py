@@ -20,24 +20,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from cgdr_des.integers import ceil_align
 from cgdr_des.kernel.dispatch import should_split_v_tiles
 from cgdr_des.kernel.gm import GmMap
 from cgdr_des.kernel.layout import device_overlap, init_local_buffers
 from cgdr_des.kernel.tiling import CHUNK_SIZE, FP32_BYTES
 
-__all__ = ["CHUNK_SIZE", "NUMERICS", "CoreState", "Launch", "Shape", "ceil_align", "ceil_div", "should_split"]
+__all__ = ["CHUNK_SIZE", "NUMERICS", "CoreState", "Launch", "Shape", "should_split"]
 
 NUMERICS = ("kernel", "exact", "off")
-
-
-def ceil_div(a: int, b: int) -> int:
-    """``ceil(a / b)`` in integers (the host's CeilDiv)."""
-    return -(-a // b)
-
-
-def ceil_align(a: int, b: int) -> int:
-    """``a`` rounded up to a multiple of ``b`` (the host's CeilAlign)."""
-    return ceil_div(a, b) * b
 
 
 @dataclass

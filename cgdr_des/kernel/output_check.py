@@ -14,8 +14,9 @@ from __future__ import annotations
 import numpy as np
 
 from cgdr_des.errors import KernelDiagnostic
+from cgdr_des.integers import ceil_div
 from cgdr_des.isa import Tag
-from cgdr_des.kernel.launch import CoreState, ceil_div, should_split
+from cgdr_des.kernel.launch import CoreState, should_split
 from cgdr_des.kernel.program import Phase, process_item
 from cgdr_des.numerics.finite import first_nonfinite
 

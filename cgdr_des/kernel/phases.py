@@ -33,6 +33,7 @@ from cgdr_des.kernel.emit import (
 )
 from cgdr_des.kernel.fast_paths import can_cache_attn_query, qk_dma_fast
 from cgdr_des.kernel.launch import CHUNK_SIZE as CS
+from cgdr_des.kernel.tiling import FP32_BYTES
 
 
 def _v2(core, name: str, cols: int) -> np.ndarray:
@@ -122,7 +123,7 @@ def compute_k_beta(core, ch, out: list) -> None:
     for i in range(L):
         out.append(gm_load(gm.addr("beta", (ch.t_start + i) * sh.nv + ch.head), 2))
         out.extend(S_V)
-        out.append(vec("Muls", sh.dk, kb0 + 4 * i * aK, k0 + 4 * i * aK))
+        out.append(vec("Muls", sh.dk, kb0 + FP32_BYTES * i * aK, k0 + FP32_BYTES * i * aK))
     out.extend(V_S)
 
 
@@ -143,7 +144,7 @@ def prepare_decay_and_exp(core, ch, out: list) -> None:
     out += [vec("Muls", CS, gc0, gc0), PB_V, vec("Exp", CS, e0, gc0), PB_V, *V_S]
     for i in range(L):
         out += [UB_LOAD, vec("Duplicate", CS, d0), PB_V, vec("Sub", CS, d0, d0, gc0), PB_V,
-                vec("Exp", CS, dm0 + 4 * i * CS, d0), PB_V]
+                vec("Exp", CS, dm0 + FP32_BYTES * i * CS, d0), PB_V]
 
 
 def prepare_attn_query_cache(core, ch, out: list) -> None:
@@ -199,7 +200,7 @@ def attn_matrix_lower(core, ch, out: list) -> None:
         return
     k0, kb0 = core.ub("chunkKFp32"), core.ub("kCumdecayFp32")
     for i in range(1, L):
-        loop(core, out, i, lambda j, lhs=kb0 + 4 * i * aK: _dot_store(core, lhs, k0 + 4 * j * aK))
+        loop(core, out, i, lambda j, lhs=kb0 + FP32_BYTES * i * aK: _dot_store(core, lhs, k0 + FP32_BYTES * j * aK))
 
 
 def _dot_store(core, lhs: int, rhs: int) -> list:
@@ -223,9 +224,9 @@ def compute_recursive_attn(core, ch, out: list) -> None:
     s0 = core.ub("chunkScoresFp32")
     for i in range(1, L):
         out += [scalar("ub_load", i), scalar("ub_store", i), *S_V]
-        row = s0 + 4 * i * CS
+        row = s0 + FP32_BYTES * i * CS
         for k in range(1, i):
-            out += [UB_LOAD, vec("Axpy", k, row, s0 + 4 * k * CS), PB_V]
+            out += [UB_LOAD, vec("Axpy", k, row, s0 + FP32_BYTES * k * CS), PB_V]
     out.extend(V_S)
     out.append(scalar("ub_store", L))
 
@@ -253,13 +254,13 @@ def _attn_matrix_query_records(core, ch, cached: bool, out: list) -> None:
     gm = core.launch.gm
     for i in range(L):
         if cached:
-            lhs = a0 + 4 * i * sh.dk
+            lhs = a0 + FP32_BYTES * i * sh.dk
         else:
             row = ((ch.t_start + i) * sh.nk + ch.qk_head) * sh.dk
             out.extend(gm_load(gm.addr("query", row + d), 2) for d in range(sh.dk))
             out += [scalar("alu", sh.dk), scalar("ub_store", sh.dk), *S_V]
             lhs = d0
-        loop(core, out, i + 1, lambda j, lhs=lhs: _dot_store(core, lhs, k0 + 4 * j * aK))
+        loop(core, out, i + 1, lambda j, lhs=lhs: _dot_store(core, lhs, k0 + FP32_BYTES * j * aK))
 
 
 def compute_k_cumdecay(core, ch, out: list) -> None:
@@ -273,10 +274,12 @@ def compute_k_cumdecay(core, ch, out: list) -> None:
     if out is None:
         return
     k0, kb0 = core.ub("chunkKFp32"), core.ub("kCumdecayFp32")
-    loop(core, out, L, lambda i: [UB_LOAD, *S_V, vec("Muls", sh.dk, kb0 + 4 * i * aK, kb0 + 4 * i * aK)])
+    loop(core, out, L, lambda i: [UB_LOAD, *S_V, vec("Muls", sh.dk, kb0 + FP32_BYTES * i * aK,
+                                                     kb0 + FP32_BYTES * i * aK)])
     out.extend(V_S)
     for i in range(L):
-        row = k0 + 4 * i * aK
+        row = k0 + FP32_BYTES * i * aK
         out += [vec("Duplicate", sh.dk, row), PB_V]
-        loop(core, out, i + 1, lambda k, row=row: [UB_LOAD, *S_V, vec("Axpy", sh.dk, row, kb0 + 4 * k * aK), PB_V])
+        loop(core, out, i + 1, lambda k, row=row: [UB_LOAD, *S_V, vec("Axpy", sh.dk, row,
+                                                                      kb0 + FP32_BYTES * k * aK), PB_V])
     out.extend(V_S)

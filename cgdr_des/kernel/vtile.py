@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from cgdr_des.errors import KernelDiagnostic
+from cgdr_des.integers import ceil_align
 from cgdr_des.isa import AllocTensor, DataCopyExtParams, DataCopyParams, DeQue, Dma, EnQue, FreeTensor
 from cgdr_des.kernel import chunk_math as cm
 from cgdr_des.kernel import overlap
@@ -34,8 +35,8 @@ from cgdr_des.kernel.emit import (
 )
 from cgdr_des.kernel.fast_paths import UINT16_MAX
 from cgdr_des.kernel.launch import CHUNK_SIZE as CS
-from cgdr_des.kernel.launch import ceil_align
 from cgdr_des.kernel.phases import _v2, rows
+from cgdr_des.kernel.tiling import FP32_BYTES
 from cgdr_des.numerics.scalar_exp import scalar_exp_array
 
 OUT_QUEUE = "stateOutQueue_"
@@ -65,8 +66,8 @@ def load_v_beta(core, ch, v_i: int, cv: int, out: list) -> None:
         fetch_sync(out, "MTE2_V")
         for i in range(L):
             out.append(gm_load(gm.addr("beta", (ch.t_start + i) * sh.nv + ch.head), 2))
-            out += [*S_V, vec("Cast", cv, v0 + 4 * i * V, a0 + 2 * i * cv, src_bytes=2), PB_V,
-                    vec("Muls", cv, v0 + 4 * i * V, v0 + 4 * i * V), PB_V]
+            out += [*S_V, vec("Cast", cv, v0 + FP32_BYTES * i * V, a0 + 2 * i * cv, src_bytes=2), PB_V,
+                    vec("Muls", cv, v0 + FP32_BYTES * i * V, v0 + FP32_BYTES * i * V), PB_V]
         out.extend(V_S)
         return
     for i in range(L):
@@ -87,7 +88,8 @@ def compute_value_new(core, ch, out: list) -> None:
     a0, v0 = core.ub("chunkAttnOutFp32"), core.ub("chunkVFp32")
     out += [vec("Duplicate", L * V, a0), PB_V]
     for i in range(L):
-        loop(core, out, i + 1, lambda k, row=a0 + 4 * i * V: [UB_LOAD, *S_V, vec("Axpy", V, row, v0 + 4 * k * V), PB_V])
+        row = a0 + FP32_BYTES * i * V
+        loop(core, out, i + 1, lambda k, row=row: [UB_LOAD, *S_V, vec("Axpy", V, row, v0 + FP32_BYTES * k * V), PB_V])
 
 
 def load_state_tile(core, ch, v_i: int, cv: int, out: list) -> None:
@@ -141,10 +143,10 @@ def compute_v_new(core, ch, out: list) -> None:
     v0, s0, a0 = core.ub("chunkVFp32"), core.ub("stateInFp32"), core.ub("chunkAttnOutFp32")
 
     def one_row(i: int) -> list:
-        row = v0 + 4 * i * V
+        row = v0 + FP32_BYTES * i * V
         recs = [vec("Duplicate", V, row), PB_V]
-        loop(core, recs, sh.dk, lambda d: [UB_LOAD, *S_V, vec("Axpy", V, row, s0 + 4 * d * V), PB_V])
-        return recs + [vec("Muls", V, row, row), PB_V, vec("Add", V, row, row, a0 + 4 * i * V), PB_V]
+        loop(core, recs, sh.dk, lambda d: [UB_LOAD, *S_V, vec("Axpy", V, row, s0 + FP32_BYTES * d * V), PB_V])
+        return recs + [vec("Muls", V, row, row), PB_V, vec("Add", V, row, row, a0 + FP32_BYTES * i * V), PB_V]
 
     loop(core, out, L, one_row)
 
@@ -165,9 +167,9 @@ def compute_attn_inter(core, ch, out: list) -> None:
         return gm.addrs("query", ((ch.t_start + i) * sh.nk + ch.qk_head) * sh.dk, sh.dk)
 
     def one_row(i: int) -> list:
-        row = a0 + 4 * i * V
+        row = a0 + FP32_BYTES * i * V
         recs = [vec("Duplicate", V, row), PB_V, UB_LOAD]
-        for a, axpy in zip(q_row(i), axpy_row(V, row, s0, 0, 4 * V, sh.dk), strict=True):
+        for a, axpy in zip(q_row(i), axpy_row(V, row, s0, 0, FP32_BYTES * V, sh.dk), strict=True):
             recs += [gm_load(a, 2), alu2, *S_V, axpy, PB_V]
         return recs
 
@@ -185,7 +187,8 @@ def accum_output(core, ch, out: list) -> None:
         return
     a0, v0 = core.ub("chunkAttnOutFp32"), core.ub("chunkVFp32")
     for i in range(L):
-        loop(core, out, i + 1, lambda j, row=a0 + 4 * i * V: [UB_LOAD, *S_V, vec("Axpy", V, row, v0 + 4 * j * V), PB_V])
+        row = a0 + FP32_BYTES * i * V
+        loop(core, out, i + 1, lambda j, row=row: [UB_LOAD, *S_V, vec("Axpy", V, row, v0 + FP32_BYTES * j * V), PB_V])
 
 
 def write_attn_tile_to_gm(core, ch, v_i: int, cv: int, out: list) -> None:
@@ -290,7 +293,7 @@ def _update_state_records(core, ch, out: list) -> None:
     s0, v0, gm = core.ub("stateInFp32"), core.ub("chunkVFp32"), core.launch.gm
     out += [UB_LOAD, *S_V]
     for d in range(sh.dk):
-        out += [vec("Muls", V, s0 + 4 * d * V, s0 + 4 * d * V), PB_V]
+        out += [vec("Muls", V, s0 + FP32_BYTES * d * V, s0 + FP32_BYTES * d * V), PB_V]
     exps = [scalar_exp_call(float(a)) for a in _exp_args(core, ch)[0]]
 
     def k_row(i: int) -> range:
@@ -298,7 +301,7 @@ def _update_state_records(core, ch, out: list) -> None:
 
     def one_token(i: int) -> list:
         recs = [scalar("ub_load", 2), exps[i]]
-        for a, axpy in zip(k_row(i), axpy_row(V, s0, v0 + 4 * i * V, 4 * V, 0, sh.dk), strict=True):
+        for a, axpy in zip(k_row(i), axpy_row(V, s0, v0 + FP32_BYTES * i * V, FP32_BYTES * V, 0, sh.dk), strict=True):
             recs += [gm_load(a, 2), ALU, *S_V, axpy, PB_V]
         return recs
 
@@ -318,7 +321,8 @@ def _workspace_rows(core, ch, v_i: int, cv: int, direction: str, out: list) -> N
     ws = ((ch.b * sh.nv + ch.head) * sh.dk) * sh.ws_stride_v + v_i
     params = DataCopyParams(1, cv8 // 8, 0, 0)
     for d in range(sh.dk):
-        out.append(Dma(direction, cv8 * 4, params, gm.addr("workspace", ws + d * sh.ws_stride_v), s0 + 4 * d * V))
+        out.append(Dma(direction, cv8 * FP32_BYTES, params, gm.addr("workspace", ws + d * sh.ws_stride_v),
+                       s0 + FP32_BYTES * d * V))
     out.append(PB_ALL)
     fetch_sync(out, after)
 

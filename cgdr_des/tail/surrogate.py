@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cgdr_des.integers import ceil_div
 from cgdr_des.item_costs import ItemCosts
 from cgdr_des.kernel.policies import owners
 
@@ -44,7 +45,7 @@ class Estimate:
     def lower_bound(self, block_dim: int) -> np.ndarray:
         """No assignment of these items beats ``overhead + max(ceil(total / cores), longest item)``."""
         total = self.item_cycles.sum(axis=1)
-        return self.overhead + np.maximum(-(-total // block_dim), self.item_cycles.max(axis=1))
+        return self.overhead + np.maximum(ceil_div(total, block_dim), self.item_cycles.max(axis=1))
 
 
 def item_arrays(costs: ItemCosts, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -79,7 +80,7 @@ def estimate(costs: ItemCosts, lengths: np.ndarray, policy: str, *, items: Items
     n, m = lengths.shape[0], costs.block_dim
     items = items_of(costs, lengths) if items is None else items
     tokens, cycles = items.tokens, items.cycles
-    avgload = -(-tokens.sum(axis=1) // m)
+    avgload = ceil_div(tokens.sum(axis=1), m)
     owner = owners(policy, tokens, cycles, m, avgload)
     slot = np.where(owner >= 0, owner + m * np.arange(n)[:, None], n * m)  # padding to a spare bin
 
