@@ -99,7 +99,7 @@ def test_the_checker_catches_positional_reads():
 
 @pytest.mark.parametrize("cls", [records.Span, records.Entry, *records.ENTRY_TYPES, records.MacroTally,
                                  scalar.ScalarUnit, flags.EventInfo, flags.DoubleSet, compute_state.Totals,
-                                 compute_state.ScanScalars, compute_run.RunTiming, compute_run.TimerConsts,
+                                 compute_state.ScanScalars, compute_run.RunTiming, compute_state.TimerConsts,
                                  tque.FlagCall])
 def test_records_are_named(cls):
     is_named_tuple = issubclass(cls, tuple) and hasattr(cls, "_fields")

@@ -67,7 +67,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from cgdr_des.errors import KernelDiagnostic
-from cgdr_des.hw.compute_state import ScanState, Totals, delayed, record_counts, scalar_only
+from cgdr_des.hw.compute_state import ScanState, TimerConsts, Totals, delayed, record_counts, scalar_only
 from cgdr_des.hw.costs import scalar_kind_cycles, vec_params
 from cgdr_des.hw.dcache import L2_HIT
 from cgdr_des.hw.flags import DOUBLE_SET
@@ -98,21 +98,6 @@ class RunTiming(NamedTuple):
     s_stall: int
     v_busy: int
     v_stall: int
-
-
-class TimerConsts(NamedTuple):
-    """The profile's values the timer reads, computed once per profile."""
-
-    launch: int             # kernel_launch_cycles
-    flag: int               # flag_cycles
-    vec_call: int           # scalar cycles of one vector call before its hand-over
-    dispatch: int           # scalar_dispatch_cycles per hand-over
-    queue_depth: int
-    n_ids: int              # event ids per HardEvent
-    stall_policy: bool      # flag_double_set's rule: S's SetFlag waits for the previous consume
-    report_double: bool     # flag_double_set's rule: a double set is a diagnostic
-    vec_params: dict        # dtype -> op -> (width, cycles per repeat, latency)
-    scalar_kinds: dict      # Scalar kind -> cycles per count
 
 
 class ComputeRunTimer:

@@ -1,6 +1,7 @@
-"""What the one-pass compute-run timer (:mod:`cgdr_des.hw.compute_run`) carries from record to record,
-how a Repeat's steady iterations shift it (see that module's docstring, "Repeat"), how its relative
-state reads after S alone ran on (:func:`delayed`), and the record counts it reports."""
+"""What the one-pass compute-run timer (:mod:`cgdr_des.hw.compute_run`) reads of the profile and carries
+from record to record, how a Repeat's steady iterations shift it (see that module's docstring,
+"Repeat"), how its relative state reads after S alone ran on (:func:`delayed`), and the record counts
+it reports."""
 
 from __future__ import annotations
 
@@ -11,6 +12,21 @@ _new_tuple = tuple.__new__
 
 #: The HardEvents a compute run may use: S sets S_V and V waits it; V sets V_S and S waits it; V_V is V's.
 COMPUTE_EVENTS = ("S_V", "V_S", "V_V")
+
+
+class TimerConsts(NamedTuple):
+    """The profile's values the timer reads, computed once per profile."""
+
+    launch: int             # kernel_launch_cycles
+    flag: int               # flag_cycles
+    vec_call: int           # scalar cycles of one vector call before its hand-over
+    dispatch: int           # scalar_dispatch_cycles per hand-over
+    queue_depth: int
+    n_ids: int              # event ids per HardEvent
+    stall_policy: bool      # flag_double_set's rule: S's SetFlag waits for the previous consume
+    report_double: bool     # flag_double_set's rule: a double set is a diagnostic
+    vec_params: dict        # dtype -> op -> (width, cycles per repeat, latency)
+    scalar_kinds: dict      # Scalar kind -> cycles per count
 
 
 class ScanScalars(NamedTuple):
@@ -33,25 +49,9 @@ class ScanScalars(NamedTuple):
     n_v: int
 
 
-class Totals(NamedTuple):
-    """A snapshot of a scan's state (:meth:`ScanState.totals`): S's clock, V's cycles, the busy and stall
-    totals, the counts and how many entries went to V."""
-
-    t: int
-    free: int
-    done: int
-    cov: int
-    s_stall: int
-    v_busy: int
-    v_stall: int
-    n_vec: int
-    n_bar: int
-    n_ld: int
-    n_st: int
-    first: int | None
-    n_v: int
-    n_sets: dict
-    scalar_n: dict
+#: A snapshot of a scan's state (:meth:`ScanState.totals`): its :class:`ScanScalars` and the counts of
+#: sets per event and of Scalar work per kind.
+Totals = NamedTuple("Totals", [*ScanScalars.__annotations__.items(), ("n_sets", dict), ("scalar_n", dict)])
 
 
 class ScanState:
