@@ -80,3 +80,11 @@ def test_the_public_contract_shows_every_op_parameter():
     block = section("## 5. Public contract", "Errors:")
     params = set(inspect.signature(op.chunk_gated_delta_rule).parameters)
     assert {p for p in params if not re.search(rf"\b{p}\b", block)} == set()
+
+
+def test_the_flag_policies_named_in_2_3_are_the_machine_s():
+    from cgdr_des.hw.flags import DOUBLE_SET
+
+    text = section("### 2.3", "### 2.4").split("`flag_double_set` decides", 1)[1].split("- HardEvents")[0]
+    named = set(re.findall(r"`(\w+)`", text)) & {"diagnostic", "counter", "stall", "lost", "report", "count", "lose"}
+    assert named == set(DOUBLE_SET)
