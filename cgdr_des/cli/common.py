@@ -58,7 +58,7 @@ def check_estimate(sc: Scenario, max_memory: str | None) -> None:
 def run_one(sc: Scenario, out: Path, csv: bool, target: OutputDir) -> tuple[object, dict[str, Path]]:
     """Simulate ``sc`` with a progress bar and write its frames, trace and plots into ``out`` (a
     directory inside ``target``'s staging); prints what the trace leaves out and a kept NaN."""
-    # overflow is diagnosed from the outputs (numerics/finite.py), not as numpy warnings on stderr
+    # overflow is diagnosed from the outputs (kernel/output_check.py), not as numpy warnings on stderr
     with ProgressBar(f"{sc.name}") as bar, np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         result = _simulate()(sc, progress=bar)
     with target.writing():
