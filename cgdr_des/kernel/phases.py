@@ -36,7 +36,7 @@ from cgdr_des.kernel.launch import CHUNK_SIZE as CS
 from cgdr_des.kernel.tiling import FP32_BYTES
 
 
-def _v2(core, name: str, cols: int) -> np.ndarray:
+def ub_matrix(core, name: str, cols: int) -> np.ndarray:
     """``[lanes, rows, cols]`` view of a UB buffer with row stride ``cols`` (never a copy: writes land)."""
     flat = core.views[name]
     n = (flat.shape[-1] // cols) * cols
@@ -70,7 +70,7 @@ def load_chunk_key(core, ch, out: list) -> None:
     """LoadChunkKey: K rows of the chunk -> chunkKFp32 [L, aK] fp32 (2-D DMA + Cast, or scalar)."""
     sh, L = core.shape, ch.L
     if core.numerics != "off":
-        _v2(core, "chunkKFp32", sh.align_k)[:, :L, :sh.dk] = rows(core, ch, "key")
+        ub_matrix(core, "chunkKFp32", sh.align_k)[:, :L, :sh.dk] = rows(core, ch, "key")
     if out is None:
         return
     if ch.prefetch is not None:
@@ -112,8 +112,8 @@ def compute_k_beta(core, ch, out: list) -> None:
     """ComputeKBeta: k_beta_i = beta_i * K_i -> kCumdecayFp32 (LoadBeta is a scalar GM read)."""
     sh, L = core.shape, ch.L
     if core.numerics != "off":
-        k = _v2(core, "chunkKFp32", sh.align_k)
-        kb = _v2(core, "kCumdecayFp32", sh.align_k)
+        k = ub_matrix(core, "chunkKFp32", sh.align_k)
+        kb = ub_matrix(core, "kCumdecayFp32", sh.align_k)
         kb[:, :L, :sh.dk] = k[:, :L, :sh.dk] * rows(core, ch, "beta")[:, :, None]
     if out is None:
         return
@@ -137,7 +137,7 @@ def prepare_decay_and_exp(core, ch, out: list) -> None:
         gc = core.views["gCumsumFp32"][:, :CS]
         with np.errstate(over="ignore", invalid="ignore"):
             core.views["expGCumFp32"][:, :CS] = np.exp(gc)
-            _v2(core, "decayMaskFp32", CS)[:, :L, :] = np.exp(gc[:, :L, None] - gc[:, None, :])
+            ub_matrix(core, "decayMaskFp32", CS)[:, :L, :] = np.exp(gc[:, :L, None] - gc[:, None, :])
     if out is None:
         return
     gc0, e0, d0, dm0 = (core.ub(n) for n in ("gCumsumFp32", "expGCumFp32", "deltaFp32", "decayMaskFp32"))
@@ -192,10 +192,11 @@ def attn_matrix_lower(core, ch, out: list) -> None:
     sh, L, aK = core.shape, ch.L, core.shape.align_k
     check_dot_limit(core)
     if core.numerics != "off":
-        dots = cm.dot_fp32(_v2(core, "kCumdecayFp32", aK)[:, :L, :sh.dk], _v2(core, "chunkKFp32", aK)[:, :L, :sh.dk])
-        decay = _v2(core, "decayMaskFp32", CS)[:, :L, :L]
+        dots = cm.dot_fp32(ub_matrix(core, "kCumdecayFp32", aK)[:, :L, :sh.dk],
+                           ub_matrix(core, "chunkKFp32", aK)[:, :L, :sh.dk])
+        decay = ub_matrix(core, "decayMaskFp32", CS)[:, :L, :L]
         with np.errstate(over="ignore", invalid="ignore"):  # above the diagonal D may be inf: never kept
-            np.copyto(_v2(core, "chunkScoresFp32", CS)[:, :L, :L], (-dots) * decay, where=cm.tril_mask(L, -1))
+            np.copyto(ub_matrix(core, "chunkScoresFp32", CS)[:, :L, :L], (-dots) * decay, where=cm.tril_mask(L, -1))
     if out is None:
         return
     k0, kb0 = core.ub("chunkKFp32"), core.ub("kCumdecayFp32")
@@ -215,7 +216,7 @@ def compute_recursive_attn(core, ch, out: list) -> None:
     """ComputeRecursiveAttn (:317-340) in place, then the scalar diagonal A_ii = 1 (:585-587)."""
     L = ch.L
     if core.numerics != "off":
-        scores = _v2(core, "chunkScoresFp32", CS)
+        scores = ub_matrix(core, "chunkScoresFp32", CS)
         cm.recursive_attn(scores, L)
         diag = np.arange(L)
         scores[:, diag, diag] = 1.0
@@ -237,11 +238,11 @@ def attn_matrix_query(core, ch, out: list) -> None:
     cached = can_cache_attn_query(core, L)
     if core.numerics != "off":
         if cached:
-            q = _v2(core, "chunkAttnOutFp32", sh.dk)[:, :L]
+            q = ub_matrix(core, "chunkAttnOutFp32", sh.dk)[:, :L]
         else:
             q = rows(core, ch, "query") * core.launch.ft(sh.scale)
-        dots = cm.dot_fp32(q, _v2(core, "chunkKFp32", aK)[:, :L, :sh.dk])
-        decay = _v2(core, "decayMaskFp32", CS)[:, :L, :L]
+        dots = cm.dot_fp32(q, ub_matrix(core, "chunkKFp32", aK)[:, :L, :sh.dk])
+        decay = ub_matrix(core, "decayMaskFp32", CS)[:, :L, :L]
         with np.errstate(over="ignore", invalid="ignore"):
             np.copyto(decay, dots * decay, where=cm.tril_mask(L, 0))
     if out is not None:
@@ -267,10 +268,10 @@ def compute_k_cumdecay(core, ch, out: list) -> None:
     """ComputeKCumdecay: K_cd = A (k_beta * e^G) -> chunkKFp32 (raw K is gone afterwards)."""
     sh, L, aK = core.shape, ch.L, core.shape.align_k
     if core.numerics != "off":
-        kb = _v2(core, "kCumdecayFp32", aK)
+        kb = ub_matrix(core, "kCumdecayFp32", aK)
         kb[:, :L, :sh.dk] *= core.views["expGCumFp32"][:, :L, None]
-        a = _v2(core, "chunkScoresFp32", CS)[:, :L, :L]
-        _v2(core, "chunkKFp32", aK)[:, :L, :sh.dk] = cm.tril_matmul(a, kb[:, :L, :sh.dk])
+        a = ub_matrix(core, "chunkScoresFp32", CS)[:, :L, :L]
+        ub_matrix(core, "chunkKFp32", aK)[:, :L, :sh.dk] = cm.tril_matmul(a, kb[:, :L, :sh.dk])
     if out is None:
         return
     k0, kb0 = core.ub("chunkKFp32"), core.ub("kCumdecayFp32")

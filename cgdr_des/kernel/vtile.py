@@ -35,7 +35,7 @@ from cgdr_des.kernel.emit import (
 )
 from cgdr_des.kernel.fast_paths import UINT16_MAX
 from cgdr_des.kernel.launch import CHUNK_SIZE as CS
-from cgdr_des.kernel.phases import _v2, rows
+from cgdr_des.kernel.phases import rows, ub_matrix
 from cgdr_des.kernel.tiling import FP32_BYTES
 from cgdr_des.numerics.scalar_exp import scalar_exp_array
 
@@ -48,7 +48,7 @@ def load_v_beta(core, ch, v_i: int, cv: int, out: list) -> None:
     if core.numerics != "off":
         core.views["chunkVFp32"][:, :L * V] = 0
         vals = rows(core, ch, "value", slice(v_i, v_i + cv))
-        _v2(core, "chunkVFp32", V)[:, :L, :cv] = vals * rows(core, ch, "beta")[:, :, None]
+        ub_matrix(core, "chunkVFp32", V)[:, :L, :cv] = vals * rows(core, ch, "beta")[:, :, None]
     if out is None:
         return
     if ch.prefetch is not None and ch.prefetch.v_i == v_i:
@@ -81,8 +81,8 @@ def compute_value_new(core, ch, out: list) -> None:
     """ComputeValueNew: U = A v_beta (A lower incl. its unit diagonal) -> chunkAttnOutFp32."""
     L, V = ch.L, core.v_aligned
     if core.numerics != "off":
-        a = _v2(core, "chunkScoresFp32", CS)[:, :L, :L]
-        _v2(core, "chunkAttnOutFp32", V)[:, :L] = cm.tril_matmul(a, _v2(core, "chunkVFp32", V)[:, :L])
+        a = ub_matrix(core, "chunkScoresFp32", CS)[:, :L, :L]
+        ub_matrix(core, "chunkAttnOutFp32", V)[:, :L] = cm.tril_matmul(a, ub_matrix(core, "chunkVFp32", V)[:, :L])
     if out is None:
         return
     a0, v0 = core.ub("chunkAttnOutFp32"), core.ub("chunkVFp32")
@@ -99,7 +99,7 @@ def load_state_tile(core, ch, v_i: int, cv: int, out: list) -> None:
     cv8 = ceil_align(cv, 8)
     if core.numerics != "off":
         core.views["stateInFp32"][:, :sK * V] = 0
-        s = _v2(core, "stateInFp32", V)
+        s = ub_matrix(core, "stateInFp32", V)
         heads = core.lanes(ch)[0]
         if ch.c > 0:
             s[:, :sh.dk, :cv8] = core.launch.workspace[ch.b, heads, :, v_i:v_i + cv8]
@@ -134,10 +134,10 @@ def compute_v_new(core, ch, out: list) -> None:
     """ComputeVNew: v_new = U - K_cd S -> chunkVFp32 (Axpy over d, Muls(-1), Add)."""
     sh, L, V = core.shape, ch.L, core.v_aligned
     if core.numerics != "off":
-        kcd = _v2(core, "chunkKFp32", sh.align_k)[:, :L, :sh.dk]
-        s = _v2(core, "stateInFp32", V)[:, :sh.dk]
-        u = _v2(core, "chunkAttnOutFp32", V)[:, :L]
-        _v2(core, "chunkVFp32", V)[:, :L] = -(kcd @ s) + u
+        kcd = ub_matrix(core, "chunkKFp32", sh.align_k)[:, :L, :sh.dk]
+        s = ub_matrix(core, "stateInFp32", V)[:, :sh.dk]
+        u = ub_matrix(core, "chunkAttnOutFp32", V)[:, :L]
+        ub_matrix(core, "chunkVFp32", V)[:, :L] = -(kcd @ s) + u
     if out is None:
         return
     v0, s0, a0 = core.ub("chunkVFp32"), core.ub("stateInFp32"), core.ub("chunkAttnOutFp32")
@@ -157,7 +157,7 @@ def compute_attn_inter(core, ch, out: list) -> None:
     if core.numerics != "off":
         q = rows(core, ch, "query") * core.launch.ft(sh.scale)
         q = q * core.views["expGCumFp32"][:, :L, None]
-        _v2(core, "chunkAttnOutFp32", V)[:, :L] = q @ _v2(core, "stateInFp32", V)[:, :sh.dk]
+        ub_matrix(core, "chunkAttnOutFp32", V)[:, :L] = q @ ub_matrix(core, "stateInFp32", V)[:, :sh.dk]
     if out is None:
         return
     a0, s0, gm = core.ub("chunkAttnOutFp32"), core.ub("stateInFp32"), core.launch.gm
@@ -180,9 +180,9 @@ def accum_output(core, ch, out: list) -> None:
     """AccumOutput: out = O1 + M v_new (M lower incl. diagonal, in decayMaskFp32)."""
     L, V = ch.L, core.v_aligned
     if core.numerics != "off":
-        m = _v2(core, "decayMaskFp32", CS)[:, :L, :L]
-        o = _v2(core, "chunkAttnOutFp32", V)
-        o[:, :L] = o[:, :L] + cm.tril_matmul(m, _v2(core, "chunkVFp32", V)[:, :L])
+        m = ub_matrix(core, "decayMaskFp32", CS)[:, :L, :L]
+        o = ub_matrix(core, "chunkAttnOutFp32", V)
+        o[:, :L] = o[:, :L] + cm.tril_matmul(m, ub_matrix(core, "chunkVFp32", V)[:, :L])
     if out is None:
         return
     a0, v0 = core.ub("chunkAttnOutFp32"), core.ub("chunkVFp32")
@@ -201,7 +201,7 @@ def write_attn_tile_to_gm(core, ch, v_i: int, cv: int, out: list) -> None:
             f"unaligned fallback writes {ceil_align(cv, 16)} per row and overruns into the next "
             f"head's output (docs/kernel.md §6); shape dv={sh.dv}, vStep={core.v_step}")
     if core.numerics != "off":
-        o = _v2(core, "chunkAttnOutFp32", V)[:, :L, :cv]
+        o = ub_matrix(core, "chunkAttnOutFp32", V)[:, :L, :cv]
         core.launch.out[ch.t_start:ch.t_start + L, core.lanes(ch)[0], v_i:v_i + cv] = np.moveaxis(o, 0, 1)
     if out is not None:
         _write_attn_records(core, ch, v_i, cv, out)
@@ -276,10 +276,10 @@ def _update_state_numerics(core, ch, v_i: int, cv: int) -> None:
     if core.numerics == "off":
         return
     sh, L, V = core.shape, ch.L, core.v_aligned
-    s = _v2(core, "stateInFp32", V)
+    s = ub_matrix(core, "stateInFp32", V)
     s[:, :sh.dk] *= core.views["expGCumFp32"][:, L - 1, None, None]
     coeff = rows(core, ch, "key") * _decay_factors(core, ch)[:, :, None]
-    s[:, :sh.dk] += np.swapaxes(coeff, -1, -2) @ _v2(core, "chunkVFp32", V)[:, :L]
+    s[:, :sh.dk] += np.swapaxes(coeff, -1, -2) @ ub_matrix(core, "chunkVFp32", V)[:, :L]
     heads = core.lanes(ch)[0]
     if ch.is_last:
         core.launch.final_state[ch.b, heads, v_i:v_i + cv, :] = np.swapaxes(s[:, :sh.dk, :cv], -1, -2)

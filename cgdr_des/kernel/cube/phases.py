@@ -102,7 +102,7 @@ def prepare_attn_query_cache(core, ch, out: list) -> None:
     out += [vec("Muls", n, ub["attnOut"], ub["attnOut"]), PB_V]
 
 
-def _transpose_k(core, out: list, src: int) -> None:
+def transpose_k(core, out: list, src: int) -> None:
     """Cast to fp16 in the queue buffer, then 4 TransDataTo5HD (D/16 repeats of 16x16 blocks)."""
     D, q0 = core.tiling.bucket, core.out_queue
     out += [vec("Cast", CS * D, q0, src, dst_bytes=2), PB_V]
@@ -116,7 +116,7 @@ def attn_products_cube(core, ch, out: list) -> None:
     and their upper triangles cleared."""
     D, ub, s0, s1 = core.tiling.bucket, core.ub, core.slot(0), core.slot(1)
     out.append(AllocTensor(OUT_QUEUE))
-    _transpose_k(core, out, ub["chunkK"])
+    transpose_k(core, out, ub["chunkK"])
     fetch_sync(out, "V_MTE3")
     out += [bk.stage_dma(D * CS, s0 + 16 * KIB, ub["chunkV"]), FreeTensor(OUT_QUEUE)]
     bk.shwr(core, out, CS * D, ub["kCumdecay"], s0, s0 + 32 * KIB)
@@ -191,7 +191,7 @@ def scale_k_beta_rows(core, ch, out: list) -> None:
     out.extend(V_S)
 
 
-def _copy_lower(core, out: list, dst: int, src: int) -> None:
+def copy_lower(core, out: list, dst: int, src: int) -> None:
     """Copy a 64x64 matrix and clear its strict upper triangle (Muls, then 63 Dup)."""
     out += [vec("Muls", CS * CS, dst, src), PB_V]
     out += [vec("Duplicate", CS - 1 - i, dst + FP32_BYTES * (i * CS + i + 1)) for i in range(CS - 1)]
@@ -204,7 +204,7 @@ def k_cumdecay_cube(core, ch, out: list) -> None:
     D, ub, s0 = core.tiling.bucket, core.ub, core.slot(0)
     scale_k_beta_rows(core, ch, out)
     out.extend(S_V)
-    _copy_lower(core, out, ub["attnOut"], ub["scores"])
+    copy_lower(core, out, ub["attnOut"], ub["scores"])
     bk.shwr(core, out, CS * CS, ub["attnOut"], s0, s0 + 24 * KIB)
     bk.sh(core, out, CS * D, ub["kCumdecay"], s0 + 8 * KIB)
     out.append(PB_ALL)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from cgdr_des.integers import ceil_align, ceil_div
 from cgdr_des.isa import AllocTensor, DataCopyParams, DeQue, EnQue, FreeTensor
 from cgdr_des.kernel.cube import blocks as bk
-from cgdr_des.kernel.cube.phases import KIB, _copy_lower, _transpose_k
+from cgdr_des.kernel.cube.phases import KIB, copy_lower, transpose_k
 from cgdr_des.kernel.emit import (
     PB_ALL,
     PB_V,
@@ -89,7 +89,7 @@ def value_and_v_new_cube(core, ch, v_i: int, cv: int, out: list) -> None:
     """ComputeValueAndVNewCube<D,D> (.h:1617-1744): v_new = T·vβ - K_cd·S_prev in one L0C (T and
     -K_cd hi/lo; vβ and S_prev fp16), with LoadStateTile between the two products."""
     D, ub, s0 = core.tiling.bucket, core.ub, core.slot(0)
-    _copy_lower(core, out, ub["kCumdecay"], ub["scores"])
+    copy_lower(core, out, ub["kCumdecay"], ub["scores"])
     bk.shwr(core, out, CS * CS, ub["kCumdecay"], s0, s0 + 48 * KIB)
     bk.sh(core, out, CS * D, ub["chunkV"], s0 + 16 * KIB)
     out.append(PB_ALL)
@@ -115,7 +115,7 @@ def output_cube(core, ch, v_i: int, cv: int, out: list) -> None:
     bk.shwr(core, out, CS * D, ub["kCumdecay"], s0, s0 + 48 * KIB)
     out.append(PB_ALL)
     bk.pair(out, CS, D, D, s0, s0 + 48 * KIB, s0 + 16 * KIB)
-    _copy_lower(core, out, ub["kCumdecay"], ub["decayMask"])
+    copy_lower(core, out, ub["kCumdecay"], ub["decayMask"])
     bk.shwr(core, out, CS * CS, ub["kCumdecay"], s0, s0 + 48 * KIB)
     bk.sh(core, out, CS * D, ub["chunkV"], s0 + 16 * KIB)
     out.append(PB_ALL)
@@ -175,14 +175,14 @@ def _stage_transposed(core, out: list, s0: int) -> None:
     """The A operand (K·e^{G_L - G})ᵀ [D x 64]: hi cast and transposed, staged; lo likewise."""
     ub = core.ub
     out.append(AllocTensor(OUT_QUEUE))
-    _transpose_k(core, out, ub["attnOut"])
+    transpose_k(core, out, ub["attnOut"])
     fetch_sync(out, "V_MTE3")
     out.append(bk.stage_dma(CS * core.tiling.bucket, s0, ub["chunkV"]))
     fetch_sync(out, "MTE3_V")
     n = CS * core.tiling.bucket
     out += [vec("Cast", n, ub["residual"], core.out_queue, src_bytes=2), PB_V,
             vec("Sub", n, ub["residual"], ub["attnOut"], ub["residual"]), PB_V]
-    _transpose_k(core, out, ub["residual"])
+    transpose_k(core, out, ub["residual"])
     fetch_sync(out, "V_MTE3")
     out += [bk.stage_dma(n, s0 + 32 * KIB, ub["chunkV"]), FreeTensor(OUT_QUEUE)]
 
