@@ -20,7 +20,8 @@ import numpy as np
 from cgdr_des.blas import limits_blas
 from cgdr_des.errors import InputError
 from cgdr_des.kernel.functional import build_launch, run_functional
-from cgdr_des.numerics.finite import check_outputs, nonfinite
+from cgdr_des.kernel.output_check import check_outputs
+from cgdr_des.numerics.finite import nonfinite
 from cgdr_des.simulation import simulate_launch
 
 

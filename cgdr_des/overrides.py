@@ -22,7 +22,7 @@ from typing import Any
 
 from cgdr_des.errors import InputError
 from cgdr_des.scenario import Scenario
-from cgdr_des.scenario.toml_read import parse_toml
+from cgdr_des.toml_read import parse_toml
 
 _PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*(\.[A-Za-z_][A-Za-z0-9_-]*)*$")
 _SOURCES = ("lengths", "distribution", "lengths_csv")

@@ -8,22 +8,25 @@ the same numbers the functional run computes, since both pull the same programs.
 from __future__ import annotations
 
 from cgdr_des.blas import limits_blas
+from cgdr_des.estimate import OPS_ROW_LIMIT
 from cgdr_des.hw import Machine, load_profile
 from cgdr_des.hw.costs import check_timing_fields
 from cgdr_des.hw.phase import PhaseCompiler
+from cgdr_des.integers import ceil_div
+from cgdr_des.item_costs import measure_item_costs
 from cgdr_des.kernel.batched import compute_numbers
 from cgdr_des.kernel.dispatch import assign_items, compute_avgload
 from cgdr_des.kernel.functional import build_launch, core_assignments, make_launch
-from cgdr_des.kernel.launch import CHUNK_SIZE, Shape, ceil_div, should_split
+from cgdr_des.kernel.launch import CHUNK_SIZE, Shape, should_split
+from cgdr_des.kernel.output_check import check_outputs
 from cgdr_des.kernel.policies import COST_POLICIES
 from cgdr_des.kernel.program import ReuseStage, core_program
-from cgdr_des.numerics.finite import check_outputs
 from cgdr_des.results.frames import build_result
 from cgdr_des.workload.tensors import draw_g, make_inputs
 
-#: Per-instruction ops rows are kept up to this many (one row is ~200 bytes in memory); beyond it
-#: only the per-phase spans are (the ops frame is then aggregated, and says so).
-OPS_ROW_LIMIT = 2_000_000
+#: Per-instruction ops rows are kept up to OPS_ROW_LIMIT (one row is ~200 bytes in memory); beyond it
+#: only the per-phase spans are (the ops frame is then aggregated, and says so). Defined in estimate.py,
+#: which predicts a run's memory without loading the simulation.
 #: ops rows of one Cube-era chunk and V-tile at ``instr`` fidelity (about 9 000 records on the fast path)
 CUBE_ROWS_PER_CHUNK = 9_000
 
@@ -223,10 +226,9 @@ def _item_cost(launch, prof, policy):
     """The calibrated item-cost model a cost-weighted policy dispatches by (None for token policies)."""
     if policy not in COST_POLICIES:
         return None
-    from cgdr_des.tail.calibration import costs_for  # lazy: it runs a launch of its own
-
     sh = launch.shape
-    return costs_for(prof, sh.nk, sh.nv, sh.dk, sh.dv, sh.has_gamma, launch.tiling.buffer_num).item_cycles
+    costs = measure_item_costs(prof, sh.nk, sh.nv, sh.dk, sh.dv, sh.has_gamma, launch.tiling.buffer_num, run_launch)
+    return costs.item_cycles
 
 
 def simulate_launch(query, key, value, beta, initial_state, actual_seq_lengths, g, scale_value, *,

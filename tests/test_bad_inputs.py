@@ -501,7 +501,8 @@ def test_catalogue_is_at_least_80_inputs():
 
 def _walk_v_step(dv, dk, ub, overlap, queue_buffers):
     """The source's SolveVStep, every width from CeilAlign(dv, 16) down: the reference."""
-    from cgdr_des.kernel.tiling import ceil_align, compute_out_queue_bytes, compute_tmp_buff_bytes
+    from cgdr_des.integers import ceil_align
+    from cgdr_des.kernel.tiling import compute_out_queue_bytes, compute_tmp_buff_bytes
 
     for vs in range(ceil_align(dv, 16), 0, -16):
         if compute_tmp_buff_bytes(vs, dv, dk, overlap) + queue_buffers * compute_out_queue_bytes(vs, dk) <= ub:

@@ -13,7 +13,7 @@ from test_hw_support import rows, run
 from cgdr_des.hw import Machine, load_profile
 from cgdr_des.hw.dcache import L2_HIT, DataCache, L2Lines, data_cache, dma_gm_spans
 from cgdr_des.hw.phase import PhaseCompiler
-from cgdr_des.hw.rules import scalar_gm, scalar_gm_l2
+from cgdr_des.hw.rules import scalar_gm_l2
 from cgdr_des.isa import DataCopyExtParams, DataCopyParams, Dma, ScalarGm
 from cgdr_des.kernel.functional import build_launch
 from cgdr_des.kernel.program import core_program
@@ -28,7 +28,7 @@ STRIDED = Dma("GM2UB", 256, DataCopyParams(4, 2, 30, 0), 0, 0)
 def test_the_rule_is_the_old_one_without_l2_and_an_l2_round_trip_with_it():
     for hit in (True, False):
         for store in (True, False):
-            assert scalar_gm_l2(hit, False, store, 6, 4, 300, 50) == scalar_gm(hit, store, 6, 4, 300)
+            assert scalar_gm_l2(hit, False, store, 6, 4, 300, 50) == (300 if not hit else 4 if store else 6)
     assert scalar_gm_l2(False, True, False, 6, 4, 300, 50) == 50
     assert scalar_gm_l2(True, True, True, 6, 4, 300, 50) == 4        # a DCache hit never asks L2
 

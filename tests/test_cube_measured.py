@@ -11,8 +11,8 @@ from click.testing import CliRunner
 from cgdr_des.cli import main
 from cgdr_des.errors import InputError
 from cgdr_des.hw import load_profile
-from cgdr_des.results.kernels_compare import compare_kernels, core0_records, program_counts
-from cgdr_des.results.measured import HYPOTHESES, compare_measured, corners, verdicts
+from cgdr_des.kernels_compare import compare_kernels, core0_records, program_counts
+from cgdr_des.measured import HYPOTHESES, compare_measured, corners, verdicts
 from cgdr_des.scenario import Scenario, load_scenario
 from cgdr_des.timing.measurements import read_measurements
 

@@ -77,7 +77,7 @@ def test_hand_over_waits_for_the_slot_then_dispatches(t, slot_free, dispatch):
 
 @given(st.booleans(), st.booleans(), st.integers(1, 9), st.integers(1, 9), st.integers(10, 99))
 def test_scalar_gm_hits_at_ub_speed_and_misses_at_gm_speed(hit, store, load, store_cycles, miss):
-    c = rules.scalar_gm(hit, store, load, store_cycles, miss)
+    c = rules.scalar_gm_l2(hit, False, store, load, store_cycles, miss, 1)
     assert c == (miss if not hit else (store_cycles if store else load))
 
 

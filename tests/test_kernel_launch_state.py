@@ -12,8 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kernel_cases import args, inputs
 
+from cgdr_des.integers import ceil_align, ceil_div
 from cgdr_des.kernel.functional import build_launch
-from cgdr_des.kernel.launch import CoreState, Shape, ceil_align, ceil_div, should_split
+from cgdr_des.kernel.launch import CoreState, Shape, should_split
 from cgdr_des.kernel.program import ChunkInfo
 
 

@@ -15,10 +15,11 @@ from collections import defaultdict
 import pytest
 from kernel_cases import args, inputs
 
+from cgdr_des.integers import ceil_div
 from cgdr_des.isa import ScalarGm, Tag
 from cgdr_des.kernel.dispatch import assign_items
 from cgdr_des.kernel.functional import build_launch, core_assignments
-from cgdr_des.kernel.launch import CHUNK_SIZE, ceil_div, should_split
+from cgdr_des.kernel.launch import CHUNK_SIZE, should_split
 from cgdr_des.kernel.program import CHUNK_PHASES, VTILE_STEPS, core_program
 
 LAUNCHES = {  # lengths, nk, nv, dk, dv, ub_size

@@ -1,9 +1,10 @@
 """Two small reporting layers checked against numpy done here.
 
-numerics/finite.py: which output element is reported as the first non-finite one (C order, ``out``
-before ``final_state``) and which sequence it belongs to, against ``np.argwhere`` and a loop over the
-sequence boundaries; the ``keep`` mode's meta line. tail/summary.py: a study's per-policy row against
-``np.percentile`` and counts made here, its bootstrap intervals reproducible per seed.
+numerics/finite.py and kernel/output_check.py: which output element is reported as the first
+non-finite one (C order, ``out`` before ``final_state``) and which sequence it belongs to, against
+``np.argwhere`` and a loop over the sequence boundaries; the ``keep`` mode's meta line.
+tail/summary.py: a study's per-policy row against ``np.percentile`` and counts made here, its bootstrap
+intervals reproducible per seed.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cgdr_des.errors import KernelDiagnostic
+from cgdr_des.kernel import output_check
 from cgdr_des.numerics import finite
 from cgdr_des.tail.summary import QUANTILES, quantile_name, summarise
 
@@ -52,28 +54,28 @@ def test_the_bad_token_is_placed_in_its_sequence(lengths):
     for token in range(t):
         launch = SimpleNamespace(lengths=lengths, out=np.zeros((t, 2, 4)), final_state=np.zeros((len(lengths), 2)))
         launch.out[token, 1, 3] = np.nan
-        assert finite._first_bad(launch) == ("out", sequence_of(token, lengths), token, 1)
+        assert output_check._first_bad(launch) == ("out", sequence_of(token, lengths), token, 1)
 
 
 def test_final_state_is_reported_only_when_out_is_finite():
     launch = SimpleNamespace(lengths=[2, 2], out=np.zeros((4, 3, 2)), final_state=np.zeros((2, 3, 2, 2)))
-    assert finite._first_bad(launch) is None
+    assert output_check._first_bad(launch) is None
     launch.final_state[1, 2, 0, 1] = np.inf
-    assert finite._first_bad(launch) == ("final_state", 1, -1, 2)
+    assert output_check._first_bad(launch) == ("final_state", 1, -1, 2)
     launch.out[3, 0, 0] = np.nan
-    assert finite._first_bad(launch)[0] == "out"
+    assert output_check._first_bad(launch)[0] == "out"
 
 
 def test_numerics_off_has_nothing_to_check():
     launch = SimpleNamespace(lengths=[4], out=None, final_state=None)
-    assert finite.check_outputs(launch) == {}
+    assert output_check.check_outputs(launch) == {}
 
 
 def test_keep_mode_reports_where_instead_of_raising():
     launch = SimpleNamespace(lengths=[2, 3], out=np.zeros((5, 2, 1)), final_state=np.zeros((2, 2)))
     launch.out[3, 1, 0] = np.inf
     keep = SimpleNamespace(sim=SimpleNamespace(nonfinite="keep"))
-    meta = finite.check_outputs(launch, keep)
+    meta = output_check.check_outputs(launch, keep)
     assert list(meta) == ["nonfinite"]
     assert "out[token 3, head 1]" in meta["nonfinite"] and f"(batch {sequence_of(3, [2, 3])})" in meta["nonfinite"]
 
@@ -81,13 +83,13 @@ def test_keep_mode_reports_where_instead_of_raising():
 def test_error_mode_raises_naming_the_element_and_the_phase(monkeypatch):
     launch = SimpleNamespace(lengths=[4], out=np.zeros((4, 1, 1)), final_state=np.zeros((1, 1)))
     launch.final_state[0, 0] = np.nan
-    monkeypatch.setattr(finite, "first_bad_phase", lambda launch, b, head: f"replayed b={b} head={head}")
+    monkeypatch.setattr(output_check, "first_bad_phase", lambda launch, b, head: f"replayed b={b} head={head}")
     error = SimpleNamespace(sim=SimpleNamespace(nonfinite="error"))
     with pytest.raises(KernelDiagnostic) as info:
-        finite.check_outputs(launch, error)
+        output_check.check_outputs(launch, error)
     text = str(info.value)
     assert "final_state[batch 0, head 0]" in text and "replayed b=0 head=0" in text
-    assert finite.KEEP_GOING_HINT in text
+    assert output_check.KEEP_GOING_HINT in text
 
 
 def batches(rng) -> pd.DataFrame:

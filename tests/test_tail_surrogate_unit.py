@@ -1,4 +1,4 @@
-"""The tail surrogate's arithmetic (tail/calibration.py ItemCosts, tail/surrogate.py) on made-up costs.
+"""The tail surrogate's arithmetic (item_costs.py ItemCosts, tail/surrogate.py) on made-up costs.
 
 No simulation: the costs are synthetic tables, so each expected number is computed here by a loop
 over chunks, items and cores. An item of n tokens costs its sole chunk when n <= 64, else the
@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cgdr_des.item_costs import ItemCosts
 from cgdr_des.kernel.policies import POLICIES, owners
-from cgdr_des.tail.calibration import ItemCosts
 from cgdr_des.tail.surrogate import estimate, item_arrays
 
 CS = 64

@@ -59,8 +59,11 @@ print(len(program), cgdr_des.__file__)
 
 
 def _python() -> str:
-    """The real interpreter binary (a pyenv shim is a shell script callgrind would measure instead)."""
-    return os.path.realpath(sys.executable)
+    """The real interpreter binary (a pyenv shim is a shell script callgrind would measure instead);
+    a virtualenv's own ``python`` (a link to a binary) is kept, or its site-packages would be lost."""
+    with open(sys.executable, "rb") as f:
+        is_binary = f.read(4) == b"\x7fELF"
+    return sys.executable if is_binary else os.path.realpath(sys.executable)
 
 
 def callgrind(script: str, args: list[str], tree: Path | None) -> tuple[int, str]:

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from cgdr_des.results.plots import _save
+from cgdr_des.results.plots import save_figure
 from cgdr_des.results.tail_plots import POLICY_COLOURS, policy_colour
 
 LAW_ORDER = ("fixed 1024", "lognormal σ=0.5", "lognormal σ=1", "lognormal σ=1.5", "zipf θ=1", "pareto α=1.5",
@@ -47,7 +47,7 @@ def grid_ratio(grid: pd.DataFrame, nv: int, path: Path) -> Path:
     fig.supylabel("p99 of makespan ÷ lower bound (ratio)")
     fig.suptitle(f"How far above the lower bound is each policy's p99, by length law and batch size? (Nv = {nv})")
     _legend(fig, axes[0, 0])
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def _legend(fig: Figure, ax) -> None:
@@ -75,7 +75,7 @@ def gain_by_nv(grid: pd.DataFrame, path: Path) -> Path:
     axes[0].set_ylabel("mean p99 gain over greedy (%)")
     fig.suptitle("Which policy shortens the p99 makespan most, and does it depend on the head count?")
     _legend(fig, axes[0])
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def load_balance(ratios: pd.DataFrame, chip: str, path: Path) -> Path:
@@ -100,7 +100,7 @@ def load_balance(ratios: pd.DataFrame, chip: str, path: Path) -> Path:
     fig.supxlabel("core busy time ÷ its batch's mean core busy time (ratio; 1 = even)")
     fig.supylabel("share of cores (pooled over batches)")
     fig.suptitle(f"Does each policy give every core the same busy time? ({chip}, B = 16, Nv = 16)")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def long_tail(lt: pd.DataFrame, path: Path) -> Path:
@@ -125,7 +125,7 @@ def long_tail(lt: pd.DataFrame, path: Path) -> Path:
     axes[0, 0].legend(fontsize="x-small")
     fig.supylabel("busy time (ms)")
     fig.suptitle("long_tail: what fills the critical core (▼), long sequences or per-item fixed work?")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def skew(sk: pd.DataFrame, path: Path, gpu_fla: float) -> Path:
@@ -151,7 +151,7 @@ def skew(sk: pd.DataFrame, path: Path, gpu_fla: float) -> Path:
     ax.legend([Patch(facecolor="#bbbbbb", hatch=hatches[k % 4], edgecolor="white") for k in range(len(groups))],
               [f"{chip}, Nv = {nv}" for (chip, nv), _ in groups], fontsize="small", loc="upper right")
     ax.set_title("How much does splitting 32 768 tokens as 28 672 + 4 096 instead of 2 × 16 384 cost each policy?")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def buffering(buf: pd.DataFrame, path: Path) -> Path:
@@ -176,7 +176,7 @@ def buffering(buf: pd.DataFrame, path: Path) -> Path:
     ax.set_ylabel("makespan (µs)")
     ax.legend(fontsize="small")
     ax.set_title("Does double buffering or prefetch shorten the shipped shapes? (label: the busiest pipe)")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def claim_a(ratios: pd.DataFrame, law: str, path: Path) -> Path:
@@ -195,7 +195,7 @@ def claim_a(ratios: pd.DataFrame, law: str, path: Path) -> Path:
                ylabel="mean of busy ÷ batch mean busy (ratio)")
         ax.legend(fontsize="small")
     fig.suptitle(f"(a) Does the Ceil avgload leave the last core underfull? ({law}, B = 16, Nv = 16)")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def claim_b(grid: pd.DataFrame, path: Path) -> Path:
@@ -215,7 +215,7 @@ def claim_b(grid: pd.DataFrame, path: Path) -> Path:
     ax.set_ylabel("p99 gain of float_share over greedy (%)")
     ax.legend(fontsize="small")
     ax.set_title("(b) Does the floating-point share gain only single-digit percent? (every grid point, B > 1)")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def claim_c(batches: pd.DataFrame, path: Path) -> Path:
@@ -234,7 +234,7 @@ def claim_c(batches: pd.DataFrame, path: Path) -> Path:
         ax.legend(fontsize="small", markerscale=2)
     law = b["law"].iloc[0] if len(b) else ""
     fig.suptitle(f"(c) Is head-modulo (round_robin) dispatch dragged by the longest sequence? ({law}, B = 16)")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def claim_d(laws: pd.DataFrame, path: Path) -> Path:
@@ -253,7 +253,7 @@ def claim_d(laws: pd.DataFrame, path: Path) -> Path:
     ax.set_ylabel("mean p99 gain over greedy (%, grid points with B > 1)")
     ax.legend(fontsize="small")
     ax.set_title("(d) Does dealing the longest work first help most where the tail is extreme?")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def claim_e(ops_by_variant: dict, path: Path, half: int = 2500) -> Path:
@@ -279,7 +279,7 @@ def claim_e(ops_by_variant: dict, path: Path, half: int = 2500) -> Path:
     axes[0].legend(list(unique.values()), list(unique), fontsize="x-small", loc="upper left")
     axes[-1].set_xlabel("cycles from the start of core 0's second output copy (MTE3, UB → GM)")
     fig.suptitle("(e) With one out-queue buffer, is Cast → MTE3 → free serial, and does V wait for it?")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def sensitivity(sens: pd.DataFrame, policy: str, path: Path, top: int = 12) -> Path:
@@ -302,4 +302,4 @@ def sensitivity(sens: pd.DataFrame, policy: str, path: Path, top: int = 12) -> P
     ax.set_xlabel(f"p99 gain of {policy} over greedy (%); dark: high end, light: low end")
     ax.legend(fontsize="small", loc="lower right")
     ax.set_title(f"How sure is {policy}'s p99 gain, given the profile's declared ranges?")
-    return _save(fig, path)
+    return save_figure(fig, path)

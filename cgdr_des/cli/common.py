@@ -73,7 +73,7 @@ def run_one(sc: Scenario, out: Path, csv: bool, target: OutputDir,
     from cgdr_des.results.progress import Progress
 
     progress = Progress()
-    # overflow is diagnosed from the outputs (numerics/finite.py), not as numpy warnings on stderr
+    # overflow is diagnosed from the outputs (kernel/output_check.py), not as numpy warnings on stderr
     with progress.stage(stage or f"simulating {sc.name}", unit="work items") as bar, \
             np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         result = _simulate()(sc, progress=bar)

@@ -143,7 +143,7 @@ def _report(table, out: Path, ran: list[str]) -> None:
 
 def _compare_kernels(base, versions: list[str], out: Path, force: bool, max_memory: str | None) -> None:
     """``--kernel``: the programs side by side; frames summary, phases, pipes, counts to OUT."""
-    from cgdr_des.results.kernels_compare import compare_kernels
+    from cgdr_des.kernels_compare import compare_kernels
 
     for v in versions:
         common.check_estimate(base.with_changes({"kernel": {"kernel_version": v}}), max_memory)

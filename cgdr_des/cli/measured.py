@@ -35,7 +35,7 @@ def measured(measurements: Path, out: Path, hypotheses: str, force: bool) -> Non
     with published_310p.csv, e.g. scenarios/measured) beside the vector-only and Cube-era
     predictions: nominal and a range from the profile's fast and slow corners plus the ranged host
     overhead; then say which hypothesis the measurements are consistent with."""
-    from cgdr_des.results.measured import HYPOTHESES, compare_measured, verdicts
+    from cgdr_des.measured import HYPOTHESES, compare_measured, verdicts
     from cgdr_des.timing.measurements import check_scenario_files, read_measurements
 
     known = {h.name: h for h in HYPOTHESES}

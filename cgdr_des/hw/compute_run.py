@@ -67,9 +67,10 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from cgdr_des.errors import KernelDiagnostic
-from cgdr_des.hw.compute_state import ScanState, Totals, delayed, record_counts, scalar_only
+from cgdr_des.hw.compute_state import ScanState, TimerConsts, Totals, delayed, record_counts, scalar_only
 from cgdr_des.hw.costs import scalar_kind_cycles, vec_params
 from cgdr_des.hw.dcache import L2_HIT
+from cgdr_des.hw.flags import DOUBLE_SET
 from cgdr_des.hw.profile import Profile
 from cgdr_des.hw.rules import (
     arrival,
@@ -105,11 +106,11 @@ class ComputeRunTimer:
     def __init__(self, profile: Profile) -> None:
         p = profile
         self.profile = p
-        # unpacked once per _walk, in this order
         vec_call = vec_call_scalar(p.vec_api_scalar_cycles, p.vec_call_loop_cycles)
-        self.consts = (p.kernel_launch_cycles, p.flag_cycles, vec_call, p.scalar_dispatch_cycles,
-                       p.queue_depth, p.event_ids_per_hard_event, p.flag_double_set == "stall",
-                       p.flag_double_set == "diagnostic", vec_params(p), scalar_kind_cycles(p))
+        rule = DOUBLE_SET[p.flag_double_set]
+        self.consts = TimerConsts(p.kernel_launch_cycles, p.flag_cycles, vec_call, p.scalar_dispatch_cycles,
+                                  p.queue_depth, p.event_ids_per_hard_event, rule.stall, rule.report, vec_params(p),
+                                  scalar_kind_cycles(p))
         #: ScalarGm cycles by [store][outcome] (outcome 0 a miss, 1 a hit, L2_HIT), from the rule
         self.gm_cost = [[scalar_gm_l2(o == 1, o == L2_HIT, store, p.scalar_ub_load_cycles, p.scalar_ub_store_cycles,
                                       p.dcache_miss_cycles, p.l2_hit_cycles) for o in range(L2_HIT + 1)]
@@ -140,7 +141,8 @@ class ComputeRunTimer:
         returns its index (``len(records)`` if none). ``seen``: where to note how each ScalarGm went.
         State in locals (this runs once per record of every compiled run) for Scalar, ScalarGm, VecOp
         and PipeBarrier<V>, nearly every record; a flag or a Repeat goes to :meth:`_sync` on ``st``."""
-        (_, _, api, disp, _, _, _, _, vp, kc), gm_cost = self.consts, self.gm_cost
+        consts, gm_cost = self.consts, self.gm_cost
+        api, disp, vp, kc = consts.vec_call, consts.dispatch, consts.vec_params, consts.scalar_kinds
         access, lines, line_bytes, to_end = dcache.access, dcache.lines, dcache.line_bytes, dcache.lines.move_to_end
         (t, free, done, cov, s_stall, v_busy, v_stall, n_vec, n_bar, n_ld, n_st, first, n_v) = st.scalars()
         ring, ring_append, scalar_n, scalar_get = st.ring, st.ring.append, st.scalar_n, st.scalar_n.get
@@ -212,7 +214,8 @@ class ComputeRunTimer:
         state = st.flags.get(ev)
         if state is None or type(rid) is not int:
             return False
-        f, n_ids, stall_policy, diag_double = self.consts[1], self.consts[5], self.consts[6], self.consts[7]
+        consts = self.consts
+        f, n_ids, stall_policy, diag_double = consts.flag, consts.n_ids, consts.stall_policy, consts.report_double
         if not 0 <= rid < n_ids:
             raise KernelDiagnostic(f"{ev}: event id {rid} outside 0..{n_ids - 1}")
         pend, cons = state[0][rid], state[1]
@@ -226,7 +229,7 @@ class ComputeRunTimer:
             st.s_stall += stall
             return True
         # V sets V_S, V_V and waits S_V, V_V: handed over like any entry, then executed by V
-        st.t, stall = hand_over(st.t, st.ring[0], self.consts[3])
+        st.t, stall = hand_over(st.t, st.ring[0], consts.dispatch)
         st.s_stall += stall
         st.n_v += 1
         a = arrival(st.free, st.t)
@@ -372,7 +375,7 @@ class ComputeRunTimer:
         hold every ScalarExp call of the body (None otherwise, or if the Repeat declares none)."""
         if rep.exp is None:
             return None
-        kc, cycles, j = self.consts[9], 0, 0
+        kc, cycles, j = self.consts.scalar_kinds, 0, 0
         while j < len(body) and type(body[j]) is Scalar:
             rec = body[j]
             if rec.kind != "exp":

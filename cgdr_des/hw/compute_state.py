@@ -1,19 +1,38 @@
-"""What the one-pass compute-run timer (:mod:`cgdr_des.hw.compute_run`) carries from record to record,
-how a Repeat's steady iterations shift it (see that module's docstring, "Repeat"), how its relative
-state reads after S alone ran on (:func:`delayed`), and the record counts it reports."""
+"""What the one-pass compute-run timer (:mod:`cgdr_des.hw.compute_run`) reads of the profile and carries
+from record to record, how a Repeat's steady iterations shift it (see that module's docstring,
+"Repeat"), how its relative state reads after S alone ran on (:func:`delayed`), and the record counts
+it reports."""
 
 from __future__ import annotations
 
 from collections import deque
 from typing import NamedTuple
 
+_new_tuple = tuple.__new__
+
 #: The HardEvents a compute run may use: S sets S_V and V waits it; V sets V_S and S waits it; V_V is V's.
 COMPUTE_EVENTS = ("S_V", "V_S", "V_V")
 
 
-class Totals(NamedTuple):
-    """A snapshot of a scan's state (:meth:`ScanState.totals`): S's clock, V's cycles, the busy and stall
-    totals, the counts and how many entries went to V."""
+class TimerConsts(NamedTuple):
+    """The profile's values the timer reads, computed once per profile."""
+
+    launch: int             # kernel_launch_cycles
+    flag: int               # flag_cycles
+    vec_call: int           # scalar cycles of one vector call before its hand-over
+    dispatch: int           # scalar_dispatch_cycles per hand-over
+    queue_depth: int
+    n_ids: int              # event ids per HardEvent
+    stall_policy: bool      # flag_double_set's rule: S's SetFlag waits for the previous consume
+    report_double: bool     # flag_double_set's rule: a double set is a diagnostic
+    vec_params: dict        # dtype -> op -> (width, cycles per repeat, latency)
+    scalar_kinds: dict      # Scalar kind -> cycles per count
+
+
+class ScanScalars(NamedTuple):
+    """The scan's scalar state (:meth:`ScanState.scalars`): S's clock, V's free/done/cover cycles, the
+    stall and busy totals, the counts, V's first start and how many entries went to V. The timer's
+    loop (``ComputeRunTimer._walk``) unpacks it by position into locals, the one place it is read so."""
 
     t: int
     free: int
@@ -28,8 +47,11 @@ class Totals(NamedTuple):
     n_st: int
     first: int | None
     n_v: int
-    n_sets: dict
-    scalar_n: dict
+
+
+#: A snapshot of a scan's state (:meth:`ScanState.totals`): its :class:`ScanScalars` and the counts of
+#: sets per event and of Scalar work per kind.
+Totals = NamedTuple("Totals", [*ScanScalars.__annotations__.items(), ("n_sets", dict), ("scalar_n", dict)])
 
 
 class ScanState:
@@ -46,9 +68,11 @@ class ScanState:
         self.n_sets = dict.fromkeys(COMPUTE_EVENTS, 0)
         self.scalar_n: dict[str, int] = {}
 
-    def scalars(self) -> tuple:
-        return (self.t, self.free, self.done, self.cov, self.s_stall, self.v_busy, self.v_stall, self.n_vec,
-                self.n_bar, self.n_ld, self.n_st, self.first, self.n_v)
+    def scalars(self) -> ScanScalars:
+        """The scalar state, in :class:`ScanScalars`' order (built without ``ScanScalars.__new__``)."""
+        return _new_tuple(ScanScalars, (self.t, self.free, self.done, self.cov, self.s_stall, self.v_busy,
+                                        self.v_stall, self.n_vec, self.n_bar, self.n_ld, self.n_st, self.first,
+                                        self.n_v))
 
     def put(self, t, free, done, cov, s_stall, v_busy, v_stall, n_vec, n_bar, n_ld, n_st, first, n_v) -> None:
         (self.t, self.free, self.done, self.cov, self.s_stall, self.v_busy, self.v_stall, self.n_vec,
@@ -85,8 +109,8 @@ class ScanState:
         or past its own start, so past the previous done (which it may equal: an iteration that only
         adds to done what equals it still moves it next time); with nothing for V it stays where it
         was."""
-        (t, _, _, _, s_stall, v_busy, v_stall, n_vec, n_bar, n_ld, n_st, _, n_v, n_sets, scalar_n) = before
-        shift = (self.t - t) * left + delay
+        n_v = before.n_v
+        shift = (self.t - before.t) * left + delay
         self.t += shift
         self.free += shift
         self.cov += shift
@@ -101,14 +125,10 @@ class ScanState:
                 for i in range(len(fires)):
                     fires[i] += shift
             cons[:] = [c + shift for c in cons]
-        self.s_stall += (self.s_stall - s_stall) * left
-        self.v_busy += (self.v_busy - v_busy) * left
-        self.v_stall += (self.v_stall - v_stall) * left
-        self.n_vec += (self.n_vec - n_vec) * left
-        self.n_bar += (self.n_bar - n_bar) * left
-        self.n_ld += (self.n_ld - n_ld) * left
-        self.n_st += (self.n_st - n_st) * left
-        for counts, old in ((self.n_sets, n_sets), (self.scalar_n, scalar_n)):
+        for name in ("s_stall", "v_busy", "v_stall", "n_vec", "n_bar", "n_ld", "n_st"):
+            now = getattr(self, name)
+            setattr(self, name, now + (now - getattr(before, name)) * left)
+        for counts, old in ((self.n_sets, before.n_sets), (self.scalar_n, before.scalar_n)):
             for k, n in counts.items():
                 counts[k] = n + (n - old.get(k, 0)) * left
 

@@ -42,6 +42,7 @@ from cgdr_des.hw.hazards import BufferLog
 from cgdr_des.hw.pipes import FIXED_PIPES, PipeState, fixed_pipe, mte_pipe, vector_pipe
 from cgdr_des.hw.records import DMA, WAIT, MacroTally, Span
 from cgdr_des.hw.scalar import ScalarUnit, scalar_unit
+from cgdr_des.hw.simpy_compat import close_process
 from cgdr_des.hw.tque import UnifiedBuffer
 
 
@@ -148,7 +149,7 @@ class Core:
             target = proc.target
             if target is not None and target.callbacks:
                 target.callbacks = []
-            proc._generator.close()
+            close_process(proc)
         for P in self.pipe_list:
             P.q.unhook()
             P.drain_ev = P.head = None
@@ -221,7 +222,7 @@ def _describe_head(P: PipeState) -> str:
     if e is None:
         return "has work but no head entry"
     if e.code == WAIT:
-        what = f"waits in {flag_name('WaitFlag', e.a)} for a SetFlag that never comes{_lost(e.a)}"
+        what = f"waits in {flag_name('WaitFlag', e.flag)} for a SetFlag that never comes{_lost(e.flag)}"
     elif e.code == DMA:
         what = "waits for its DMA to finish (GM bandwidth)"
     else:

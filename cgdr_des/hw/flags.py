@@ -36,6 +36,7 @@ from typing import NamedTuple
 
 from cgdr_des.hw.diagnostics import HwFault
 from cgdr_des.hw.grants import GrantPriorityStore
+from cgdr_des.hw.rules import set_while_set
 from cgdr_des.isa import HARD_EVENTS, event_pipes
 
 
@@ -53,8 +54,25 @@ class EventInfo(NamedTuple):
 EVENTS = {ev: EventInfo(*event_pipes(ev), "set_" + ev, "wait_" + ev, "SetFlag:" + ev, "WaitFlag:" + ev)
           for ev in HARD_EVENTS}
 
-#: the policies that look at every set against the previous one's consumption
-CHECKED_POLICIES = ("diagnostic", "lost")
+class DoubleSet(NamedTuple):
+    """What the machine does with a SetFlag that fires while its flag is still set, under one
+    ``flag_double_set`` policy (:data:`DOUBLE_SET`). Every site reads these: the V, MTE and Cube pipes
+    and the scalar unit (through :func:`record_set` and :func:`double_set_at_wait`), the compute-run
+    timer (``report``, ``stall``) and the phase compiler (``lose``: only the machine follows lost sets)."""
+
+    check: bool     # each set is compared with the previous set's consumption
+    report: bool    # such a set is a KernelDiagnostic
+    lose: bool      # such a set is lost: the bare one-bit flag
+    stall: bool     # a SetFlag on S first waits until the previous set is consumed
+
+
+#: ``flag_double_set`` -> its :class:`DoubleSet`: ``counter`` lets each set be consumed by its own wait
+DOUBLE_SET = {
+    "diagnostic": DoubleSet(check=True, report=True, lose=False, stall=False),
+    "counter": DoubleSet(check=False, report=False, lose=False, stall=False),
+    "stall": DoubleSet(check=False, report=False, lose=False, stall=True),
+    "lost": DoubleSet(check=True, report=False, lose=True, stall=False),
+}
 
 
 class Flag:
@@ -103,6 +121,31 @@ def drop_lost(flag: Flag, consume: int) -> None:
     while sets and sets[0] < consume:
         sets.popleft()
         flag.lost += 1
+
+
+def record_set(flag: Flag, fire: int, rule: DoubleSet) -> str | None:
+    """A SetFlag fires at ``fire``: record it and wake the flag's waiter, unless the previous set is
+    consumed only after ``fire`` (checked under ``rule``): then it is lost (``lost``) or reported
+    (``diagnostic``: the report is returned, for the caller to raise where it stands)."""
+    if rule.check and not flag.sets and set_while_set(fire, flag.last_consume):
+        if rule.lose:
+            flag.lost += 1
+            return None
+        return double_set_message(flag, fire, flag.last_consume)
+    flag.sets.append(fire)
+    if flag.waiter is not None:
+        flag.wake()
+    return None
+
+
+def double_set_at_wait(flag: Flag, consume: int, rule: DoubleSet) -> str | None:
+    """A WaitFlag consumed ``flag`` at ``consume`` and its next pending set fired before (the caller
+    checked, ``rule.check``): ``lost`` drops it (and every other such set), ``diagnostic`` returns its
+    report."""
+    if rule.lose:
+        drop_lost(flag, consume)
+        return None
+    return double_set_message(flag, flag.sets[0], consume) + " (seen at this WaitFlag)"
 
 
 def double_set_message(flag: Flag, t_set: int, t_consume: int) -> str:

@@ -21,6 +21,8 @@ from heapq import heappop, heappush
 
 import simpy
 
+from cgdr_des.hw.simpy_compat import grant_in_place
+
 
 def grant(event, value, waiting) -> None:
     """Trigger ``event`` with ``value``: in place when its only callback is its resource's own and
@@ -29,7 +31,7 @@ def grant(event, value, waiting) -> None:
     if waiting or len(event.callbacks) > 1:
         event.succeed(value)
         return
-    event._ok, event._value, event.callbacks = True, value, None
+    grant_in_place(event, value)
 
 
 class GrantResource(simpy.Resource):
@@ -38,7 +40,7 @@ class GrantResource(simpy.Resource):
     def _do_put(self, event) -> None:
         if len(self.users) < self.capacity:
             self.users.append(event)
-            event.usage_since = self._env.now
+            event.usage_since = event.env.now
             grant(event, None, self.get_queue)
 
     def _do_get(self, event) -> None:
@@ -51,7 +53,7 @@ class GrantStore(simpy.Store):
     """``simpy.Store`` (a TQue's buffers from EnQue to DeQue), first in, first out."""
 
     def _do_put(self, event) -> None:
-        if len(self.items) < self._capacity:
+        if len(self.items) < self.capacity:
             self.items.append(event.item)
             grant(event, None, self.get_queue)
 
@@ -64,7 +66,7 @@ class GrantPriorityStore(simpy.PriorityStore):
     """``simpy.PriorityStore`` (a HardEvent's free event ids, lowest first)."""
 
     def _do_put(self, event) -> None:
-        if len(self.items) < self._capacity:
+        if len(self.items) < self.capacity:
             heappush(self.items, event.item)
             grant(event, None, self.get_queue)
 

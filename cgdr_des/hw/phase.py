@@ -55,6 +55,7 @@ from cgdr_des.errors import KernelDiagnostic
 from cgdr_des.hw.compute_run import ComputeRunTimer, RunTiming
 from cgdr_des.hw.compute_state import COMPUTE_EVENTS
 from cgdr_des.hw.dcache import DataCache, data_cache
+from cgdr_des.hw.flags import DOUBLE_SET
 from cgdr_des.hw.machine import Machine
 from cgdr_des.hw.profile import Profile
 from cgdr_des.isa import (
@@ -155,7 +156,7 @@ class PhaseCompiler:
         self.core_dcaches: dict[int, DataCache] = {}
         # the one-pass timer models every flag policy but ``lost``, whose dropped sets only the
         # machine follows (a lost set usually means a deadlock the machine must report anyway)
-        fast = not exact_machine and profile.flag_double_set != "lost"
+        fast = not exact_machine and not DOUBLE_SET[profile.flag_double_set].lose
         self.timer = ComputeRunTimer(profile) if fast else None
         self.compiled_runs = 0
         self.kept_runs = 0

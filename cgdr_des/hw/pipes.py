@@ -32,11 +32,12 @@ blocked on WaitFlags and barriers.
 from __future__ import annotations
 
 from cgdr_des.hw.diagnostics import at
-from cgdr_des.hw.flags import CHECKED_POLICIES, double_set_message, drop_lost
+from cgdr_des.hw.flags import DOUBLE_SET, double_set_at_wait, record_set
 from cgdr_des.hw.hazards import Timed
 from cgdr_des.hw.queues import IssueQueue
 from cgdr_des.hw.records import BAR, DMA, FIXED, MAC, SET, VEC, WAIT, Entry
 from cgdr_des.hw.rules import arrival, barrier, fixed_op, flag_set, flag_wait, set_while_set, vec_op
+from cgdr_des.hw.simpy_compat import trigger_put
 from cgdr_des.isa import HARD_EVENTS
 
 
@@ -90,7 +91,8 @@ def vector_pipe(core, P: PipeState):
     an ops row's label is made only when ops are kept (:func:`_v_row`)."""
     prof = core.profile
     depth, f, keep = prof.queue_depth, prof.flag_cycles, core.keep_ops
-    check = prof.flag_double_set in CHECKED_POLICIES
+    rule = DOUBLE_SET[prof.flag_double_set]
+    check = rule.check
     queue = P.q
     q, ring, put_queue = queue.items, queue.ring, queue.put_queue
     popleft = q.popleft
@@ -116,7 +118,7 @@ def vector_pipe(core, P: PipeState):
                     break
                 a, c, free, added, cov = flag_wait(free, issued, sets.popleft(), f, cov)
                 if sets and check and set_while_set(sets[0], c):     # _consume, inline from here
-                    _double_set_at_wait(x, c, core, e)
+                    _double_set_at_wait(x, c, rule, core, e)
                 x.last_consume = c
                 if x.set_waiter is not None:
                     x.wake_setter()
@@ -125,7 +127,9 @@ def vector_pipe(core, P: PipeState):
                 end = deq = free
             elif code == SET:
                 a, free, end, added, cov = flag_set(free, issued, done, f, cov)
-                _record_set(x, end, check, core, e)
+                msg = record_set(x, end, rule)      # _record_set, inline
+                if msg is not None:
+                    raise at(core.cid, e.idx, e.span, msg)
                 busy += added
                 deq = a
             elif code == MAC:   # a Macro's V part holds V for its span; busy/stall as timed alone
@@ -141,7 +145,7 @@ def vector_pipe(core, P: PipeState):
                 _executed(core, e, "V", a, end)
             ring[nd % depth] = deq
             if put_queue:       # the scalar unit waits for this slot (IssueQueue.took, inline)
-                queue._trigger_put(None)
+                trigger_put(queue, None)
             if keep:
                 core.rows.append(_v_row(core.cid, e, a, end))
             if end > done:
@@ -172,7 +176,7 @@ def _v_row(cid: int, e: Entry, start: int, end: int) -> tuple:
     elif code == BAR:
         op, elements = "PipeBarrier:V", 0
     elif code == WAIT or code == SET:
-        op, elements = (WAIT_OP if code == WAIT else SET_OP)[e.a.event], e.a.id
+        op, elements = (WAIT_OP if code == WAIT else SET_OP)[e.flag.event], e.flag.id
     elif code == MAC:
         op, elements = "Macro:" + rec.name, 0
     else:
@@ -186,7 +190,7 @@ def _wait_for_work(core, P: PipeState):
     q = P.q.items
     if q:
         P.head = q[0]
-        return P.head.a.wait_set(core.env)
+        return P.head.flag.wait_set(core.env)
     P.head = None
     if P.drain_ev is not None:
         P.drain_ev.succeed()
@@ -194,47 +198,41 @@ def _wait_for_work(core, P: PipeState):
     return P.q.get()
 
 
-def _consume(fl, a: int, check: bool, core, e: Entry, cov: int) -> tuple[int, int, int, int]:
+def _consume(fl, a: int, rule, core, e: Entry, cov: int) -> tuple[int, int, int, int]:
     """A WaitFlag starting at cycle ``a`` consumes the flag's oldest set: ``(consume, free, busy
-    added, covered)`` (:func:`~cgdr_des.hw.rules.flag_wait`). ``check``: the policy reports or drops
-    a set that fired while this one was still pending."""
+    added, covered)`` (:func:`~cgdr_des.hw.rules.flag_wait`); ``rule`` (the policy's
+    :class:`~cgdr_des.hw.flags.DoubleSet`) says what a set that fired while this one was pending does."""
     sets = fl.sets
     _, c, free, added, cov = flag_wait(a, a, sets.popleft(), core.profile.flag_cycles, cov)
-    if check and sets and set_while_set(sets[0], c):
-        _double_set_at_wait(fl, c, core, e)
+    if rule.check and sets and set_while_set(sets[0], c):
+        _double_set_at_wait(fl, c, rule, core, e)
     fl.last_consume = c
     if fl.set_waiter is not None:
         fl.wake_setter()
     return c, free, added, cov
 
 
-def _double_set_at_wait(fl, c: int, core, e: Entry) -> None:
-    """A WaitFlag consumed ``fl`` at ``c`` and its next set fired before: ``lost`` drops it (and any
-    other pending set that fired before ``c``), ``diagnostic`` reports it."""
-    if core.profile.flag_double_set == "lost":
-        drop_lost(fl, c)
-    else:
-        raise at(core.cid, e.idx, e.span, double_set_message(fl, fl.sets[0], c) + " (seen at this WaitFlag)")
+def _double_set_at_wait(fl, c: int, rule, core, e: Entry) -> None:
+    """A WaitFlag consumed ``fl`` at ``c`` and its next set fired before: as ``rule`` decides
+    (:func:`~cgdr_des.hw.flags.double_set_at_wait`), raised at this entry when reported."""
+    msg = double_set_at_wait(fl, c, rule)
+    if msg is not None:
+        raise at(core.cid, e.idx, e.span, msg)
 
 
-def _record_set(fl, fire: int, check: bool, core, e: Entry) -> None:
-    """A SetFlag from a pipe fires at ``fire``: record it and wake the flag's waiter (unless the
-    policy reports it or, ``lost``, drops it: the previous set was consumed only after ``fire``)."""
-    if check and not fl.sets and set_while_set(fire, fl.last_consume):
-        if core.profile.flag_double_set == "lost":
-            fl.lost += 1
-            return
-        raise at(core.cid, e.idx, e.span, double_set_message(fl, fire, fl.last_consume))
-    fl.sets.append(fire)
-    if fl.waiter is not None:
-        fl.wake()
+def _record_set(fl, fire: int, rule, core, e: Entry) -> None:
+    """A SetFlag from a pipe fires at ``fire``: as ``rule`` decides (:func:`~cgdr_des.hw.flags.record_set`),
+    raised at this entry when reported."""
+    msg = record_set(fl, fire, rule)
+    if msg is not None:
+        raise at(core.cid, e.idx, e.span, msg)
 
 
 def mte_pipe(core, P: PipeState):
     """An MTE2 or MTE3 process: DMAs, flags and barriers in order; a DMA waits on the GM bus."""
     prof = core.profile
     f, keep, cid, name = prof.flag_cycles, core.keep_ops, core.cid, P.name
-    check = prof.flag_double_set in CHECKED_POLICIES
+    rule = DOUBLE_SET[prof.flag_double_set]
     queue = P.q
     q, popleft, rows_append = queue.items, queue.items.popleft, core.rows.append
     bar_op = "PipeBarrier:" + name
@@ -261,14 +259,14 @@ def mte_pipe(core, P: PipeState):
             elif code == BAR:
                 end, op, elements, nbytes, work = a, bar_op, 0, 0, 0
             elif code == WAIT:
-                c, end, _, _ = _consume(fl, a, check, core, e, 0)
+                c, end, _, _ = _consume(fl, a, rule, core, e, 0)
                 P.stall += c - a
                 op, elements, nbytes, work = WAIT_OP[fl.event], fl.id, 0, f
                 P.free = end
                 queue.took(P.n_deq - 1, end)
             else:  # SET: everything earlier on an MTE pipe has completed (DMAs hold the pipe)
                 _, P.free, end, _, _ = flag_set(a, a, P.done, f, 0)
-                _record_set(fl, end, check, core, e)
+                _record_set(fl, end, rule, core, e)
                 op, elements, nbytes, work = SET_OP[fl.event], fl.id, 0, f
             P.busy += work
             if end > P.done:
@@ -286,7 +284,7 @@ def fixed_pipe(core, P: PipeState):
     """The MTE1 or M process of a Cube-era program: fixed-cost records (LoadData, Mmad), flags and
     barriers in order, each by the same rules as on V (:func:`~cgdr_des.hw.rules.fixed_op`)."""
     f, keep, cid, name = core.profile.flag_cycles, core.keep_ops, core.cid, P.name
-    check = core.profile.flag_double_set in CHECKED_POLICIES
+    rule = DOUBLE_SET[core.profile.flag_double_set]
     queue = P.q
     q, popleft, rows_append = queue.items, queue.items.popleft, core.rows.append
     cov = P.free            # busy is the union of [start, end) of pipelined records
@@ -307,12 +305,12 @@ def fixed_pipe(core, P: PipeState):
                 op, elements, work = "PipeBarrier:" + name, 0, 0
                 P.stall += end - a
             elif code == WAIT:
-                c, end, work, cov = _consume(x, a, check, core, e, cov)
+                c, end, work, cov = _consume(x, a, rule, core, e, cov)
                 P.stall += c - a
                 P.free, op, elements = end, WAIT_OP[x.event], x.id
             else:  # SET
                 _, P.free, end, work, cov = flag_set(a, a, P.done, f, cov)
-                _record_set(x, end, check, core, e)
+                _record_set(x, end, rule, core, e)
                 op, elements = SET_OP[x.event], x.id
             queue.took(P.n_deq, end if code in (WAIT, BAR) else a)
             P.n_deq += 1
@@ -328,8 +326,8 @@ def fixed_pipe(core, P: PipeState):
 def _executed(core, e: Entry, pipe: str, start: int, end: int) -> str:
     """A fixed-cost record ran from ``start`` to ``end``: log its buffer accesses; its ops label."""
     label = type(e.rec).__name__
-    if e.b.reads or e.b.writes:
-        core.buffers.executed(e.b, Timed(e.idx, label, pipe, start, end))
+    if e.access.reads or e.access.writes:
+        core.buffers.executed(e.access, Timed(e.idx, label, pipe, start, end))
     return label
 
 
@@ -337,6 +335,6 @@ def _submit(core, P: PipeState, e: Entry, a: int):
     """Hand a DMA starting at cycle ``a`` to the GM bus; returns the event of its completion (value:
     the Transfer), which holds the pipe."""
     done = core.env.event()
-    core.bus.submit(a + e.a, e.rec.nbytes, e.b, done.succeed)
+    core.bus.submit(a + e.first_byte, e.rec.nbytes, e.rate_cap, done.succeed)
     P.outstanding, P.head = 1, e
     return done

@@ -32,10 +32,11 @@ from importlib import resources
 from pathlib import Path
 
 from cgdr_des.errors import InputError
+from cgdr_des.hw.flags import DOUBLE_SET
 from cgdr_des.hw.ranges import ParamRange, parse_range
 
 CONFIDENCES = ("H", "M", "L")
-FLAG_DOUBLE_SET_POLICIES = ("diagnostic", "counter", "stall", "lost")
+FLAG_DOUBLE_SET_POLICIES = tuple(DOUBLE_SET)   # what each does: cgdr_des.hw.flags.DoubleSet
 VEC_OPS = ("Duplicate", "Muls", "Mul", "Add", "Sub", "Axpy", "Exp", "Cast", "WholeReduceSum")
 #: vector ops only the Cube-era kernel issues (docs/kernel-cube.md §3)
 CUBE_VEC_OPS = ("Brcb", "Gather", "MulAddDst", "TransDataTo5HD", "CreateVecIndex")
@@ -303,12 +304,12 @@ def _validate(name: str, value, where: str):
         raise InputError(f"{where}.{name}", value, str(exc)) from None
 
 
-def _merge(old, new):
+def merge_tables(old, new):
     """Nested tables merge key by key so an override can change one op's width only."""
     if isinstance(old, Mapping) and isinstance(new, Mapping):
         out = dict(old)
         for k, v in new.items():
-            out[k] = _merge(old[k], v) if k in old else v
+            out[k] = merge_tables(old[k], v) if k in old else v
         return out
     return new
 
@@ -353,7 +354,7 @@ def read_doc(name_or_path: str | Path) -> tuple[dict, str]:
 
 
 def _loads(text: str, where: str) -> dict:
-    from cgdr_des.scenario.toml_read import parse_toml  # lazy: cgdr_des.scenario imports this module
+    from cgdr_des.toml_read import parse_toml  # lazy: cgdr_des.scenario imports this module
 
     return parse_toml(text, "hardware.profile", where, "a valid TOML file")
 
@@ -407,7 +408,7 @@ def _build(doc: dict, where: str, overrides: Mapping | None) -> Profile:
     for name, value in (overrides or {}).items():
         if name not in FIELD_NAMES:
             raise InputError(f"overrides.{name}", value, f"a profile field ({', '.join(FIELD_NAMES)})")
-        values[name] = _validate(name, _merge(values[name], value), "overrides")
+        values[name] = _validate(name, merge_tables(values[name], value), "overrides")
         sources[name] = FrozenMap({"source": "override", "confidence": "override"})
     _check_consistency(values, where)
     return Profile(name=str(meta.get("name", where)), chip=str(meta.get("chip", "")),
@@ -421,7 +422,7 @@ def with_overrides(profile: Profile, overrides: Mapping) -> Profile:
     for name, value in overrides.items():
         if name not in FIELD_NAMES:
             raise InputError(f"overrides.{name}", value, f"a profile field ({', '.join(FIELD_NAMES)})")
-        values[name] = _validate(name, _merge(getattr(profile, name), value), "overrides")
+        values[name] = _validate(name, merge_tables(getattr(profile, name), value), "overrides")
         sources[name] = FrozenMap({"source": "override", "confidence": "override"})
     new = replace(profile, sources=FrozenMap(sources), **values)
     _check_consistency({n: getattr(new, n) for n in FIELD_NAMES}, "overrides")

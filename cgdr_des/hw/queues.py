@@ -31,8 +31,9 @@ from simpy.core import BoundClass
 from simpy.events import Event
 from simpy.resources.base import BaseResource, Get, Put
 
-from cgdr_des.hw.records import Entry, new_entry
+from cgdr_des.hw.records import ENTRY_TYPES, Entry, new_entry
 from cgdr_des.hw.rules import hand_over
+from cgdr_des.hw.simpy_compat import trigger_put
 
 
 class Handover(Put):
@@ -45,7 +46,7 @@ class Handover(Put):
     callback is the waiting process's resumption (a wait costs one bare SimPy event)."""
 
     def __init__(self, queue: IssueQueue, fields: tuple, ready: int, dispatch: int, offset: int = 0) -> None:
-        Event.__init__(self, queue._env)
+        Event.__init__(self, queue.env)
         self.resource, self.proc = queue, None
         self.fields, self.ready, self.dispatch, self.offset = fields, ready, dispatch, offset
         queue.put_queue.append(self)
@@ -56,7 +57,7 @@ class Nonempty(Get):
     queue is empty; triggered by the next hand-over (:meth:`IssueQueue.hand`)."""
 
     def __init__(self, queue: IssueQueue) -> None:
-        Event.__init__(self, queue._env)
+        Event.__init__(self, queue.env)
         self.resource, self.proc = queue, None
         queue.get_queue.append(self)
 
@@ -70,6 +71,7 @@ class IssueQueue(BaseResource):
 
     def __init__(self, env, depth: int, t0: int) -> None:
         super().__init__(env, depth)
+        self.env = env
         self.items: deque[Entry] = deque()
         self.ring = [t0] * depth
         self.n_push = 0
@@ -77,9 +79,9 @@ class IssueQueue(BaseResource):
     def hand(self, fields: tuple, ready: int, dispatch: int, offset: int = 0) -> tuple[int, int]:
         """Accept an entry into a queue with room: ``(issued, stall)`` of the scalar unit."""
         n = self.n_push
-        t, stall = hand_over(ready, self.ring[n % self._capacity], dispatch)
+        t, stall = hand_over(ready, self.ring[n % self.capacity], dispatch)
         code, rec, span, idx, a, b = fields
-        self.items.append(new_entry(Entry, (code, t + offset, rec, span, idx, a, b)))
+        self.items.append(new_entry(ENTRY_TYPES[code], (code, t + offset, rec, span, idx, a, b)))
         self.n_push = n + 1
         if self.get_queue:
             self.get_queue.pop().succeed()
@@ -88,12 +90,12 @@ class IssueQueue(BaseResource):
     def took(self, k: int, dequeue: int) -> None:
         """The pipe took its ``k``-th entry off the queue at cycle ``dequeue``: the slot is free, and
         a waiting hand-over is accepted into it."""
-        self.ring[k % self._capacity] = dequeue
+        self.ring[k % self.capacity] = dequeue
         if self.put_queue:
-            self._trigger_put(None)
+            trigger_put(self, None)
 
     def _do_put(self, event: Handover) -> bool:
-        if len(self.items) < self._capacity:
+        if len(self.items) < self.capacity:
             event.succeed(self.hand(event.fields, event.ready, event.dispatch, event.offset))
         return False        # one scalar unit: at most one waiting hand-over
 

@@ -52,11 +52,11 @@ class Entry(NamedTuple):
     """One instruction the scalar unit handed to a pipe's in-order queue.
 
     ``issue`` is the cycle it was handed over, ``span`` the Tag span it belongs to, ``idx`` its
-    record index (diagnostics). ``a`` and ``b`` depend on ``code``: VEC the op's (width, cycles per
-    repeat, latency) and nothing;
-    WAIT and SET the Flag (b None); BAR nothing; MAC the Macro's V offset and span length; DMA the
-    first-byte cycles and the rate cap; FIXED its (issue, latency) cycles and its buffer
-    :class:`~cgdr_des.hw.hazards.Access`."""
+    record index (diagnostics). What ``a`` and ``b`` hold depends on ``code``; each code's entry is
+    of the subclass :data:`ENTRY_TYPES` names for it, which reads them by their role (``e.flag``,
+    ``e.first_byte``, ...). The pipes' loops unpack an entry by position, once per loop
+    (``code, issued, rec, span, idx, a, b = e``: attribute reads there cost more than the 2 % the
+    benchmarks allow), everything else reads the role names."""
 
     code: int
     issue: int
@@ -67,6 +67,55 @@ class Entry(NamedTuple):
     b: object
 
 
-#: ``new_entry(Entry, (code, issue, rec, span, idx, a, b))``: an Entry without the Python-level
+class VecEntry(Entry):
+    """VEC: ``params`` the op's (width, cycles per repeat, latency); ``b`` unused."""
+
+    __slots__ = ()
+    params = Entry.a
+
+
+class FlagEntry(Entry):
+    """WAIT and SET: ``flag`` the :class:`~cgdr_des.hw.flags.Flag`; ``b`` unused."""
+
+    __slots__ = ()
+    flag = Entry.a
+
+
+class BarEntry(Entry):
+    """BAR: a PipeBarrier on the entry's pipe; ``a`` and ``b`` unused."""
+
+    __slots__ = ()
+
+
+class DmaEntry(Entry):
+    """DMA: ``first_byte`` the cycles to its first byte, ``rate_cap`` its per-transfer rate cap."""
+
+    __slots__ = ()
+    first_byte = Entry.a
+    rate_cap = Entry.b
+
+
+class MacroEntry(Entry):
+    """MAC: a Macro's V part, ``v_offset`` cycles after the Macro's start for ``v_length`` cycles."""
+
+    __slots__ = ()
+    v_offset = Entry.a
+    v_length = Entry.b
+
+
+class FixedEntry(Entry):
+    """FIXED: a Cube-side record's ``cycles`` (issue, latency) and the buffer ``access`` it makes
+    (:class:`~cgdr_des.hw.hazards.Access`)."""
+
+    __slots__ = ()
+    cycles = Entry.a
+    access = Entry.b
+
+
+#: the entry type of each code, indexed by code (VEC, WAIT, SET, BAR, DMA, MAC, FIXED are 0..6)
+ENTRY_TYPES = (VecEntry, FlagEntry, FlagEntry, BarEntry, DmaEntry, MacroEntry, FixedEntry)
+
+
+#: ``new_entry(ENTRY_TYPES[code], (code, issue, rec, span, idx, a, b))``: an Entry without the Python-level
 #: ``Entry.__new__`` (the scalar unit makes one per handed-over instruction; this is 2x cheaper).
 new_entry = tuple.__new__

@@ -20,7 +20,7 @@ entry is complete (a SetFlag: fires). Every function returns integers when given
 | WaitFlag (any side) | :func:`flag_wait` | scalar unit, pipes, compute-run timer |
 | ``flag_double_set`` checks | :func:`set_while_set` | scalar unit, pipes, compute-run timer |
 | queue hand-over | :func:`hand_over` | scalar unit, compute-run timer |
-| scalar GM read/write | :func:`scalar_gm` (without L2), :func:`scalar_gm_l2` | scalar unit, compute-run timer |
+| scalar GM read/write | :func:`scalar_gm_l2` (``in_l2`` False without L2) | scalar unit, compute-run timer |
 | ScalarExp cost | :func:`scalar_exp` | scalar unit, compute-run timer |
 | DMA first byte | :func:`dma_first_byte` | MTE pipes (via :mod:`.dma`) |
 | scalar cycles of one vector call | :func:`vec_call_scalar` | scalar unit, compute-run timer |
@@ -30,6 +30,8 @@ entry is complete (a SetFlag: fires). Every function returns integers when given
 """
 
 from __future__ import annotations
+
+from cgdr_des.integers import ceil_div
 
 
 def arrival(free: int, issued: int) -> int:
@@ -116,14 +118,6 @@ def hand_over(t: int, slot_free: int, dispatch: int) -> tuple[int, int]:
     return t + stall + dispatch, stall
 
 
-def scalar_gm(hit: bool, store: bool, load_cycles: int, store_cycles: int, miss_cycles: int) -> int:
-    """Cycles of a scalar GM read or write through the data cache: a hit costs a UB-speed load or
-    store, a miss a GM round trip."""
-    if not hit:
-        return miss_cycles
-    return store_cycles if store else load_cycles
-
-
 def scalar_exp(alu_ops: int, div_ops: int, alu_cycles: int, div_cycles: int) -> int:
     """Cycles of one ScalarExp call from the work the kernel declares for it (ALU operations and
     divisions): the machine knows the routine only by those counts."""
@@ -135,7 +129,7 @@ def dma_first_byte(latency: int, overhead: int, calls: int = 1, outstanding: int
     calls pays each call's ``overhead`` one after the other, but up to ``outstanding`` calls wait for
     their first byte at once, so the run pays ``latency`` once per group of ``outstanding`` calls
     (``outstanding`` 1: every call holds the pipe through its whole latency)."""
-    return overhead * calls + latency * -(-calls // outstanding)
+    return overhead * calls + latency * ceil_div(calls, outstanding)
 
 
 def vec_call_scalar(api_cycles: int, loop_cycles: int) -> int:

@@ -5,7 +5,7 @@ effect of generating them), and either executes it itself or hands it to a pipe 
 
 - itself: ``Scalar`` (count x per-kind cycles; ``exp`` from the ALU and division work the record
   declares, :func:`~cgdr_des.hw.rules.scalar_exp`), ``ScalarGm`` (through the data cache,
-  :func:`~cgdr_des.hw.rules.scalar_gm`), ``Tag`` (0 cycles: opens a new span), SetFlag with
+  :func:`~cgdr_des.hw.rules.scalar_gm_l2`), ``Tag`` (0 cycles: opens a new span), SetFlag with
   source S (:func:`~cgdr_des.hw.rules.scalar_flag_set`), WaitFlag with destination S (stalls until
   the flag's set is recorded, then :func:`~cgdr_des.hw.rules.flag_wait`), ``PipeBarrier<ALL>``
   (stalls until V, MTE2 and MTE3 have drained, :func:`~cgdr_des.hw.rules.barrier`), TPipe/TQue
@@ -28,8 +28,8 @@ The scalar unit is sequential, so ``busy + stall`` is exactly its last cycle min
 from __future__ import annotations
 
 from cgdr_des.hw.diagnostics import HwFault, at
-from cgdr_des.hw.flags import CHECKED_POLICIES, EVENTS, double_set_message, drop_lost
-from cgdr_des.hw.records import BAR, MAC, SET, VEC, WAIT, Entry, MacroTally, new_entry
+from cgdr_des.hw.flags import DOUBLE_SET, EVENTS, double_set_at_wait, record_set
+from cgdr_des.hw.records import BAR, ENTRY_TYPES, MAC, SET, VEC, WAIT, MacroTally, new_entry
 from cgdr_des.hw.rules import (
     flag_wait,
     hand_over,
@@ -63,7 +63,7 @@ class ScalarUnit:
     """The scalar unit's clock and totals, and how it executes each kind of record."""
 
     __slots__ = ("core", "prof", "t", "stall", "idx", "span", "cnt", "V", "kinds", "vp", "keep",
-                 "rows_append", "env", "wait_kind", "wait_on", "checked", "lost", "stall_policy", "f", "routes",
+                 "rows_append", "env", "wait_kind", "wait_on", "rule", "checked", "stall_policy", "f", "routes",
                  "depth", "disp", "api")
 
     def __init__(self, core) -> None:
@@ -76,8 +76,8 @@ class ScalarUnit:
         #: HardEvent -> (the core's flags of it by id, its EventInfo): one lookup per Set/WaitFlag
         self.routes = {ev: (row, EVENTS[ev]) for ev, row in core.flags.table.items()}
         self.keep, self.rows_append, self.env = core.keep_ops, core.rows.append, core.env
-        policy = self.prof.flag_double_set
-        self.checked, self.lost, self.stall_policy = policy in CHECKED_POLICIES, policy == "lost", policy == "stall"
+        self.rule = rule = DOUBLE_SET[self.prof.flag_double_set]
+        self.checked, self.stall_policy = rule.check, rule.stall
         self.f = self.prof.flag_cycles
         #: queue depth, cycles per hand-over, and the scalar cycles of a vector call before it
         self.depth, self.disp = self.prof.queue_depth, self.prof.scalar_dispatch_cycles
@@ -92,15 +92,11 @@ class ScalarUnit:
         return at(self.core.cid, self.idx, self.span, msg)
 
     def did(self, op: str, t0: int, t1: int, elements: int = 0, nbytes: int = 0) -> None:
-        """The scalar unit did ``op`` itself from ``t0`` to ``t1`` (Span.add, inline: once per record)."""
+        """The scalar unit did ``op`` itself from ``t0`` to ``t1``."""
         span = self.span
         if self.keep:
             self.rows_append(span.row(self.core.cid, "S", op, t0, t1, elements, nbytes))
-        if t0 < span.start:
-            span.start = t0
-        if t1 > span.end:
-            span.end = t1
-        span.n += 1
+        span.add(t0, t1)
 
     # ---------------------------------------------------------------- records it executes itself
 
@@ -149,10 +145,9 @@ class ScalarUnit:
         sets = fl.sets
         _, c, free, _, _ = flag_wait(t, t, sets.popleft(), self.f)
         if sets and self.checked and set_while_set(sets[0], c):
-            if self.lost:
-                drop_lost(fl, c)
-            else:
-                raise self.fail(double_set_message(fl, sets[0], c) + " (seen at this WaitFlag)")
+            msg = double_set_at_wait(fl, c, self.rule)
+            if msg is not None:
+                raise self.fail(msg)
         fl.last_consume = c
         self.stall += c - t
         self.did(EVENTS[fl.event].wait_op, t, free, fl.id)
@@ -162,11 +157,11 @@ class ScalarUnit:
         """SetFlag with source S at cycle ``t`` (under ``stall``, the previous set already
         consumed); returns the cycle it fires, when the scalar unit goes on."""
         fire, stall = scalar_flag_set(t, fl.last_consume, self.f, self.stall_policy)
-        if self.checked and not fl.sets and set_while_set(fire, fl.last_consume):
-            if not self.lost:
-                raise self.fail(double_set_message(fl, fire, fl.last_consume))
-            fl.lost += 1
-        else:
+        if self.checked:
+            msg = record_set(fl, fire, self.rule)
+            if msg is not None:
+                raise self.fail(msg)
+        else:   # record_set's unchecked path, inline: a call here costs ~1 % of an instr run
             fl.sets.append(fire)
             if fl.waiter is not None:
                 fl.wake()
@@ -175,7 +170,7 @@ class ScalarUnit:
         span = self.span            # did(), inline: the kernel sets S_V before every row it hands V
         if self.keep:
             self.rows_append(span.row(self.core.cid, "S", EVENTS[fl.event].set_op, t, fire, fl.id, 0))
-        if t < span.start:
+        if t < span.start:      # Span.add, inline
             span.start = t
         if fire > span.end:
             span.end = fire
@@ -249,7 +244,7 @@ def scalar_unit(core, program):
             cycles, key = kind
             cnt[key] += rec.count
             end = t + cycles * rec.count
-            if t < span.start:      # Span.add, inline
+            if t < span.start:      # Span.add, inline: the one copy (a call per Scalar record costs ~1 %)
                 span.start = t
             if end > span.end:
                 span.end = end
@@ -327,7 +322,7 @@ def scalar_unit(core, program):
         n = q.n_push        # IssueQueue.hand, inline: two records in five are handed over
         t, stall = hand_over(t, q.ring[n % depth], disp)
         su.stall += stall
-        q.items.append(new_entry(Entry, (code, t, rec, span, idx, a, b)))
+        q.items.append(new_entry(ENTRY_TYPES[code], (code, t, rec, span, idx, a, b)))
         q.n_push = n + 1
         if q.get_queue:
             q.get_queue.pop().succeed()

@@ -113,9 +113,9 @@ def _tpipe_record(su, rec):
         if typ in _QUEUE_TYPES:
             flag_op = core.ub.queue(rec.name).apply(typ.__name__, core.pool)
             if flag_op is not None:
-                kind, ev, eid = flag_op
-                flag = (SET if kind == "set" else WAIT, core.flags.get(ev, eid),
-                        core.pipes[EVENTS[ev].src if kind == "set" else EVENTS[ev].dst])
+                is_set, info = flag_op.kind == "set", EVENTS[flag_op.event]
+                flag = (SET if is_set else WAIT, core.flags.get(flag_op.event, flag_op.id),
+                        core.pipes[info.src if is_set else info.dst])
             op = f"{typ.__name__}:{rec.name}"
         else:
             op = _pool_record(core, rec, typ)

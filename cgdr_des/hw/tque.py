@@ -29,9 +29,20 @@ hands to that pipe's queue after the call's own cycles.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from cgdr_des.hw.diagnostics import HwFault
 from cgdr_des.hw.flags import EventIdPool
 from cgdr_des.hw.grants import GrantResource, GrantStore
+from cgdr_des.integers import ceil_align
+
+
+class FlagCall(NamedTuple):
+    """The flag instruction a TQue call inserts: ``kind`` "set" or "wait" on HardEvent ``event``, id ``id``."""
+
+    kind: str
+    event: str
+    id: int
 
 POSITIONS = ("VECIN", "VECOUT", "VECCALC")
 _EVENTS = {"VECIN": ("MTE2_V", "V_MTE2"), "VECOUT": ("V_MTE3", "MTE3_V")}
@@ -62,8 +73,8 @@ class TQue:
         raise HwFault(f"AllocTensor on TQue '{self.name}': all {self.num} buffers (BUFFER_NUM={self.num}) "
                       "are in use and no earlier FreeTensor released one")
 
-    def apply(self, op: str, pool: EventIdPool) -> tuple[str, str, int] | None:
-        """Do ``op``'s bookkeeping; return the flag instruction ``(kind, event, id)`` to issue."""
+    def apply(self, op: str, pool: EventIdPool) -> FlagCall | None:
+        """Do ``op``'s bookkeeping; return the flag instruction TPipe inserts with it, if any."""
         if self.enq is None:
             return None
         return getattr(self, "_" + op)(pool)
@@ -78,7 +89,7 @@ class TQue:
         if eid is None:
             return None
         pool.release(self.free, eid)
-        return ("wait", self.free, eid)
+        return FlagCall("wait", self.free, eid)
 
     def _EnQue(self, pool: EventIdPool):
         if self.allocated:
@@ -90,7 +101,7 @@ class TQue:
         self.state[b] = QUEUED
         eid = pool.alloc(self.enq)
         self.passing.put((b, eid))
-        return ("set", self.enq, eid)
+        return FlagCall("set", self.enq, eid)
 
     def _DeQue(self, pool: EventIdPool):
         if not self.passing.items:
@@ -99,7 +110,7 @@ class TQue:
         self.state[b] = HELD
         self.held.append(b)
         pool.release(self.enq, eid)
-        return ("wait", self.enq, eid)
+        return FlagCall("wait", self.enq, eid)
 
     def _FreeTensor(self, pool: EventIdPool):
         if self.held:
@@ -113,7 +124,7 @@ class TQue:
         self.grant[b] = None
         self.state[b] = FREE
         self.free_id[b] = eid
-        return ("set", self.free, eid)
+        return FlagCall("set", self.free, eid)
 
 
 class UnifiedBuffer:
@@ -138,7 +149,7 @@ class UnifiedBuffer:
             if used + num > self.max_per_pos:
                 raise HwFault(f"InitBuffer('{name}'): {used + num} {position} buffers, at most "
                               f"{self.max_per_pos} per position (one event id each)")
-        size = -(-max(nbytes, 0) // self.align) * self.align
+        size = ceil_align(max(nbytes, 0), self.align)
         end = self.offset + num * size
         if end > self.capacity:
             raise HwFault(f"UB over-allocation: InitBuffer('{name}', num={num}, len={nbytes}) needs UB bytes "

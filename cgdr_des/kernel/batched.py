@@ -15,7 +15,8 @@ rewrites what it reads, which the bit-identity tests check on every output shape
 from __future__ import annotations
 
 from cgdr_des.blas import numeric_work
-from cgdr_des.kernel.launch import CoreState, Launch, ceil_div, should_split
+from cgdr_des.integers import ceil_div
+from cgdr_des.kernel.launch import CoreState, Launch, should_split
 from cgdr_des.kernel.program import ReuseStage, process_item
 
 

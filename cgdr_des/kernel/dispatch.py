@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cgdr_des.errors import InputError
+from cgdr_des.integers import ceil_div
 from cgdr_des.kernel.policies import COST_POLICIES, POLICIES, owners
 
 
@@ -55,7 +56,7 @@ def compute_avgload(lengths: Sequence[int], nv: int, work_items_per_head: int, b
     ``realT`` sums the positive lengths only (h:203-206).
     """
     real_t = sum(max(int(n), 0) for n in lengths)
-    return -(-real_t * nv * work_items_per_head // block_num)
+    return ceil_div(real_t * nv * work_items_per_head, block_num)
 
 
 class BlockScan:
@@ -122,7 +123,7 @@ def assign_items(lengths: Sequence[int], nv: int, dv: int, v_step: int, block_di
     """Per core (``block_dim`` lists), the items it processes, in processing order.
 
     Split mode and avgload are decided exactly as the device does with ``GetBlockNum() == block_dim``.
-    ``item_cost`` is required by the cost-weighted policies (``cgdr_des.tail.item_cost_model``).
+    ``item_cost`` is required by the cost-weighted policies (``cgdr_des.item_costs``).
     """
     if policy not in POLICIES:
         raise InputError("policy", policy, f"one of {', '.join(POLICIES)}")
@@ -131,7 +132,7 @@ def assign_items(lengths: Sequence[int], nv: int, dv: int, v_step: int, block_di
     nv, dv, v_step, block_dim = (_count(n, v) for n, v in
                                  (("nv", nv), ("dv", dv), ("v_step", v_step), ("block_dim", block_dim)))
     split = should_split_v_tiles(dv, v_step, block_dim, nv)
-    per_head = -(-dv // v_step) if split else 1
+    per_head = ceil_div(dv, v_step) if split else 1
     items = work_items(lengths, nv, per_head, split)
     if not items:
         return [[] for _ in range(block_dim)]

@@ -18,7 +18,7 @@ from cgdr_des.errors import InputError
 from cgdr_des.isa import Dma, Scalar, Tag, record_kind
 from cgdr_des.kernel.dispatch import assign_items
 from cgdr_des.kernel.gm import build_gm_map
-from cgdr_des.kernel.launch import NUMERICS, Launch, Shape
+from cgdr_des.kernel.launch import NUMERICS, Launch, Shape, op_shape
 from cgdr_des.kernel.program import ReuseStage, core_program
 from cgdr_des.kernel.tiling import compute_tiling
 
@@ -38,10 +38,7 @@ class FunctionalResult:
 def build_launch(query, key, value, beta, initial_state, actual_seq_lengths, g=None, scale_value=1.0, *,
                  numerics="kernel", ub_size=262144, aiv_num=8, buffer_num=1) -> Launch:
     """Host side for the op's tensors: the shapes as TilingFunc reads them (ParseShapeDims)."""
-    t, nk, dk = query.shape
-    _, nv, dv = value.shape
-    shape = Shape(initial_state.shape[0], t, nk, nv, dk, dv, float(scale_value), g is not None)
-    tensors = dict(query=query, key=key, value=value, beta=beta, initial_state=initial_state)
+    shape, tensors = op_shape(query, key, value, beta, initial_state, g, scale_value)
     return make_launch(shape, actual_seq_lengths, g, tensors, numerics=numerics, ub_size=ub_size,
                        aiv_num=aiv_num, buffer_num=buffer_num)
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from cgdr_des.integers import ceil_align
+
 _ALIGN = 2 * 1024 * 1024
 
 ELEMENT_BYTES = {
@@ -46,7 +48,7 @@ def build_gm_map(*, t: int, nk: int, nv: int, dk: int, dv: int, batch: int, work
     cursor = _ALIGN
     for name, count in sizes.items():
         base[name] = cursor
-        cursor += -(-max(count * ELEMENT_BYTES[name], 1) // _ALIGN) * _ALIGN
+        cursor += ceil_align(max(count * ELEMENT_BYTES[name], 1), _ALIGN)
     base["workspace"] = cursor
     _ = workspace_bytes  # the workspace is last, so its size bounds nothing after it
     return GmMap(base)

@@ -20,24 +20,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from cgdr_des.integers import ceil_align
 from cgdr_des.kernel.dispatch import should_split_v_tiles
 from cgdr_des.kernel.gm import GmMap
 from cgdr_des.kernel.layout import device_overlap, init_local_buffers
 from cgdr_des.kernel.tiling import CHUNK_SIZE, FP32_BYTES
 
-__all__ = ["CHUNK_SIZE", "NUMERICS", "CoreState", "Launch", "Shape", "ceil_align", "ceil_div", "should_split"]
+__all__ = ["CHUNK_SIZE", "NUMERICS", "CoreState", "Launch", "Shape", "op_shape", "should_split"]
 
 NUMERICS = ("kernel", "exact", "off")
-
-
-def ceil_div(a: int, b: int) -> int:
-    """``ceil(a / b)`` in integers (the host's CeilDiv)."""
-    return -(-a // b)
-
-
-def ceil_align(a: int, b: int) -> int:
-    """``a`` rounded up to a multiple of ``b`` (the host's CeilAlign)."""
-    return ceil_div(a, b) * b
 
 
 @dataclass
@@ -72,6 +63,14 @@ class Shape:
     def ws_stride_v(self) -> int:  # stateWorkspaceStrideV_
         """The state workspace's row stride in elements: dv rounded up to 8 (stateWorkspaceStrideV_)."""
         return ceil_align(self.dv, 8)
+
+
+def op_shape(query, key, value, beta, initial_state, g, scale_value) -> tuple[Shape, dict]:
+    """The :class:`Shape` the host parses from the op's tensors (ParseShapeDims) and the tensors by name."""
+    t, nk, dk = query.shape
+    _, nv, dv = value.shape
+    shape = Shape(initial_state.shape[0], t, nk, nv, dk, dv, float(scale_value), g is not None)
+    return shape, dict(query=query, key=key, value=value, beta=beta, initial_state=initial_state)
 
 
 @dataclass

@@ -30,15 +30,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cgdr_des.errors import KernelDiagnostic
+from cgdr_des.integers import ceil_align
 from cgdr_des.isa import AllocTensor, DataCopyParams, DeQue, Dma, EnQue, FreeTensor, SetFlag, WaitFlag
 from cgdr_des.kernel.emit import PB_V, S_V, V_S, dma_in, gm_load, loop, scalar, vec
-from cgdr_des.kernel.launch import ceil_align
+from cgdr_des.kernel.fast_paths import UINT16_MAX, can_cache_attn_query, qk_dma_fast
 from cgdr_des.kernel.layout import IN_QUEUE
+from cgdr_des.kernel.tiling import FP32_BYTES
 
 #: event id of the state double buffer's pairs: above the ids TPipe hands out first (FetchEventID and
 #: AllocEventID take the lowest free id), below the reserved 6 and 7 (docs/hardware.md row 23)
 STATE_EVENT_ID = 5
-UINT16_MAX = 65535
 
 
 @dataclass(frozen=True)
@@ -105,8 +106,6 @@ def _q_offset(core) -> int:
 
 def check_prefetch_paths(core, load: InLoad) -> None:
     """The prefetch stages with 2-D DMAs only: the DMA fast paths of Phase 1 and Step 1 must hold."""
-    from cgdr_des.kernel.phases import qk_dma_fast
-
     sh = core.shape
     gap = (sh.nv * sh.dv - load.cv) * 2
     if not (qk_dma_fast(core, load.L) and load.cv * 2 % 32 == 0 and gap % 32 == 0 and gap // 32 <= UINT16_MAX):
@@ -139,8 +138,6 @@ def issue_in_load(core, load: InLoad, slot: int, cache_q: bool, out: list) -> No
 def chunk_key_records(core, ch, out: list) -> None:
     """LoadChunkKey with prefetch: stage this chunk if nothing did (the core's first chunk), issue the
     next chunk's loads, DeQue this chunk's buffer and cast K from it."""
-    from cgdr_des.kernel.phases import can_cache_attn_query
-
     sh, pf = core.shape, ch.prefetch
     if pf.now is not None:
         issue_in_load(core, pf.now, pf.slot, can_cache_attn_query(core, pf.now.L), out)
@@ -165,8 +162,8 @@ def v_beta_records(core, ch, cv: int, out: list) -> None:
     out += [vec("Duplicate", L * V, v0), PB_V]
     for i in range(L):
         out.append(gm_load(gm.addr("beta", (ch.t_start + i) * sh.nv + ch.head), 2))
-        out += [*S_V, vec("Cast", cv, v0 + 4 * i * V, staged + 2 * i * cv, src_bytes=2), PB_V,
-                vec("Muls", cv, v0 + 4 * i * V, v0 + 4 * i * V), PB_V]
+        out += [*S_V, vec("Cast", cv, v0 + FP32_BYTES * i * V, staged + 2 * i * cv, src_bytes=2), PB_V,
+                vec("Muls", cv, v0 + FP32_BYTES * i * V, v0 + FP32_BYTES * i * V), PB_V]
     out.extend(V_S)
     if ch.c > 0:  # at a head's first chunk the buffer also holds the state tile: LoadStateTile frees it
         out.append(FreeTensor(IN_QUEUE))
@@ -188,7 +185,8 @@ def _ws_rows(core, ch, v_i: int, cv: int, direction: str) -> list[Dma]:
     cv8, n0, gm = ceil_align(cv, 8), core.ub("stateNextFp32"), core.launch.gm
     ws = ((ch.b * sh.nv + ch.head) * sh.dk) * sh.ws_stride_v + v_i
     params = DataCopyParams(1, cv8 // 8, 0, 0)
-    return [Dma(direction, cv8 * 4, params, gm.addr("workspace", ws + d * sh.ws_stride_v), n0 + 4 * d * V)
+    return [Dma(direction, cv8 * FP32_BYTES, params, gm.addr("workspace", ws + d * sh.ws_stride_v),
+                n0 + FP32_BYTES * d * V)
             for d in range(sh.dk)]
 
 

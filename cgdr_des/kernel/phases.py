@@ -31,12 +31,12 @@ from cgdr_des.kernel.emit import (
     scalar,
     vec,
 )
+from cgdr_des.kernel.fast_paths import can_cache_attn_query, qk_dma_fast
 from cgdr_des.kernel.launch import CHUNK_SIZE as CS
+from cgdr_des.kernel.tiling import FP32_BYTES
 
-UINT16_MAX = 65535
 
-
-def _v2(core, name: str, cols: int) -> np.ndarray:
+def ub_matrix(core, name: str, cols: int) -> np.ndarray:
     """``[lanes, rows, cols]`` view of a UB buffer with row stride ``cols`` (never a copy: writes land)."""
     flat = core.views[name]
     n = (flat.shape[-1] // cols) * cols
@@ -55,16 +55,6 @@ def rows(core, ch, tensor: str, cols=slice(None)) -> np.ndarray:
     return np.moveaxis(x, 1, 0)
 
 
-def qk_dma_fast(core, L: int) -> bool:
-    """Phase 1's fast-path conditions (also the first half of CanCacheAttnQuery). Under prefetch the
-    rows are staged in inQueue_, sized for them, so the staging-fits-chunkVFp32 condition drops."""
-    sh = core.shape
-    gap_bytes = (sh.nk * sh.dk - sh.dk) * 2
-    staging_fits = L * sh.dk <= 2 * CS * core.v_aligned or getattr(getattr(core, "tiling", None), "prefetch", False)
-    return (L <= UINT16_MAX and staging_fits and sh.align_k == sh.dk
-            and sh.dk * 2 % 32 == 0 and gap_bytes % 32 == 0 and gap_bytes // 32 <= UINT16_MAX)
-
-
 def _qk_dma(core, ch, tensor: str, out: list) -> None:
     """Fetch-event DMA of L rows of Q or K (fp16) into the chunkVFp32 staging area."""
     sh = core.shape
@@ -80,7 +70,7 @@ def load_chunk_key(core, ch, out: list) -> None:
     """LoadChunkKey: K rows of the chunk -> chunkKFp32 [L, aK] fp32 (2-D DMA + Cast, or scalar)."""
     sh, L = core.shape, ch.L
     if core.numerics != "off":
-        _v2(core, "chunkKFp32", sh.align_k)[:, :L, :sh.dk] = rows(core, ch, "key")
+        ub_matrix(core, "chunkKFp32", sh.align_k)[:, :L, :sh.dk] = rows(core, ch, "key")
     if out is None:
         return
     if ch.prefetch is not None:
@@ -122,8 +112,8 @@ def compute_k_beta(core, ch, out: list) -> None:
     """ComputeKBeta: k_beta_i = beta_i * K_i -> kCumdecayFp32 (LoadBeta is a scalar GM read)."""
     sh, L = core.shape, ch.L
     if core.numerics != "off":
-        k = _v2(core, "chunkKFp32", sh.align_k)
-        kb = _v2(core, "kCumdecayFp32", sh.align_k)
+        k = ub_matrix(core, "chunkKFp32", sh.align_k)
+        kb = ub_matrix(core, "kCumdecayFp32", sh.align_k)
         kb[:, :L, :sh.dk] = k[:, :L, :sh.dk] * rows(core, ch, "beta")[:, :, None]
     if out is None:
         return
@@ -133,7 +123,7 @@ def compute_k_beta(core, ch, out: list) -> None:
     for i in range(L):
         out.append(gm_load(gm.addr("beta", (ch.t_start + i) * sh.nv + ch.head), 2))
         out.extend(S_V)
-        out.append(vec("Muls", sh.dk, kb0 + 4 * i * aK, k0 + 4 * i * aK))
+        out.append(vec("Muls", sh.dk, kb0 + FP32_BYTES * i * aK, k0 + FP32_BYTES * i * aK))
     out.extend(V_S)
 
 
@@ -147,19 +137,14 @@ def prepare_decay_and_exp(core, ch, out: list) -> None:
         gc = core.views["gCumsumFp32"][:, :CS]
         with np.errstate(over="ignore", invalid="ignore"):
             core.views["expGCumFp32"][:, :CS] = np.exp(gc)
-            _v2(core, "decayMaskFp32", CS)[:, :L, :] = np.exp(gc[:, :L, None] - gc[:, None, :])
+            ub_matrix(core, "decayMaskFp32", CS)[:, :L, :] = np.exp(gc[:, :L, None] - gc[:, None, :])
     if out is None:
         return
     gc0, e0, d0, dm0 = (core.ub(n) for n in ("gCumsumFp32", "expGCumFp32", "deltaFp32", "decayMaskFp32"))
     out += [vec("Muls", CS, gc0, gc0), PB_V, vec("Exp", CS, e0, gc0), PB_V, *V_S]
     for i in range(L):
         out += [UB_LOAD, vec("Duplicate", CS, d0), PB_V, vec("Sub", CS, d0, d0, gc0), PB_V,
-                vec("Exp", CS, dm0 + 4 * i * CS, d0), PB_V]
-
-
-def can_cache_attn_query(core, L: int) -> bool:
-    """CanCacheAttnQuery: Phase 1's DMA conditions and L*dk <= cs*V (Q fits chunkAttnOutFp32)."""
-    return qk_dma_fast(core, L) and L * core.shape.dk <= CS * core.v_aligned
+                vec("Exp", CS, dm0 + FP32_BYTES * i * CS, d0), PB_V]
 
 
 def prepare_attn_query_cache(core, ch, out: list) -> None:
@@ -207,15 +192,16 @@ def attn_matrix_lower(core, ch, out: list) -> None:
     sh, L, aK = core.shape, ch.L, core.shape.align_k
     check_dot_limit(core)
     if core.numerics != "off":
-        dots = cm.dot_fp32(_v2(core, "kCumdecayFp32", aK)[:, :L, :sh.dk], _v2(core, "chunkKFp32", aK)[:, :L, :sh.dk])
-        decay = _v2(core, "decayMaskFp32", CS)[:, :L, :L]
+        dots = cm.dot_fp32(ub_matrix(core, "kCumdecayFp32", aK)[:, :L, :sh.dk],
+                           ub_matrix(core, "chunkKFp32", aK)[:, :L, :sh.dk])
+        decay = ub_matrix(core, "decayMaskFp32", CS)[:, :L, :L]
         with np.errstate(over="ignore", invalid="ignore"):  # above the diagonal D may be inf: never kept
-            np.copyto(_v2(core, "chunkScoresFp32", CS)[:, :L, :L], (-dots) * decay, where=cm.tril_mask(L, -1))
+            np.copyto(ub_matrix(core, "chunkScoresFp32", CS)[:, :L, :L], (-dots) * decay, where=cm.tril_mask(L, -1))
     if out is None:
         return
     k0, kb0 = core.ub("chunkKFp32"), core.ub("kCumdecayFp32")
     for i in range(1, L):
-        loop(core, out, i, lambda j, lhs=kb0 + 4 * i * aK: _dot_store(core, lhs, k0 + 4 * j * aK))
+        loop(core, out, i, lambda j, lhs=kb0 + FP32_BYTES * i * aK: _dot_store(core, lhs, k0 + FP32_BYTES * j * aK))
 
 
 def _dot_store(core, lhs: int, rhs: int) -> list:
@@ -230,7 +216,7 @@ def compute_recursive_attn(core, ch, out: list) -> None:
     """ComputeRecursiveAttn (:317-340) in place, then the scalar diagonal A_ii = 1 (:585-587)."""
     L = ch.L
     if core.numerics != "off":
-        scores = _v2(core, "chunkScoresFp32", CS)
+        scores = ub_matrix(core, "chunkScoresFp32", CS)
         cm.recursive_attn(scores, L)
         diag = np.arange(L)
         scores[:, diag, diag] = 1.0
@@ -239,9 +225,9 @@ def compute_recursive_attn(core, ch, out: list) -> None:
     s0 = core.ub("chunkScoresFp32")
     for i in range(1, L):
         out += [scalar("ub_load", i), scalar("ub_store", i), *S_V]
-        row = s0 + 4 * i * CS
+        row = s0 + FP32_BYTES * i * CS
         for k in range(1, i):
-            out += [UB_LOAD, vec("Axpy", k, row, s0 + 4 * k * CS), PB_V]
+            out += [UB_LOAD, vec("Axpy", k, row, s0 + FP32_BYTES * k * CS), PB_V]
     out.extend(V_S)
     out.append(scalar("ub_store", L))
 
@@ -252,11 +238,11 @@ def attn_matrix_query(core, ch, out: list) -> None:
     cached = can_cache_attn_query(core, L)
     if core.numerics != "off":
         if cached:
-            q = _v2(core, "chunkAttnOutFp32", sh.dk)[:, :L]
+            q = ub_matrix(core, "chunkAttnOutFp32", sh.dk)[:, :L]
         else:
             q = rows(core, ch, "query") * core.launch.ft(sh.scale)
-        dots = cm.dot_fp32(q, _v2(core, "chunkKFp32", aK)[:, :L, :sh.dk])
-        decay = _v2(core, "decayMaskFp32", CS)[:, :L, :L]
+        dots = cm.dot_fp32(q, ub_matrix(core, "chunkKFp32", aK)[:, :L, :sh.dk])
+        decay = ub_matrix(core, "decayMaskFp32", CS)[:, :L, :L]
         with np.errstate(over="ignore", invalid="ignore"):
             np.copyto(decay, dots * decay, where=cm.tril_mask(L, 0))
     if out is not None:
@@ -269,30 +255,32 @@ def _attn_matrix_query_records(core, ch, cached: bool, out: list) -> None:
     gm = core.launch.gm
     for i in range(L):
         if cached:
-            lhs = a0 + 4 * i * sh.dk
+            lhs = a0 + FP32_BYTES * i * sh.dk
         else:
             row = ((ch.t_start + i) * sh.nk + ch.qk_head) * sh.dk
             out.extend(gm_load(gm.addr("query", row + d), 2) for d in range(sh.dk))
             out += [scalar("alu", sh.dk), scalar("ub_store", sh.dk), *S_V]
             lhs = d0
-        loop(core, out, i + 1, lambda j, lhs=lhs: _dot_store(core, lhs, k0 + 4 * j * aK))
+        loop(core, out, i + 1, lambda j, lhs=lhs: _dot_store(core, lhs, k0 + FP32_BYTES * j * aK))
 
 
 def compute_k_cumdecay(core, ch, out: list) -> None:
     """ComputeKCumdecay: K_cd = A (k_beta * e^G) -> chunkKFp32 (raw K is gone afterwards)."""
     sh, L, aK = core.shape, ch.L, core.shape.align_k
     if core.numerics != "off":
-        kb = _v2(core, "kCumdecayFp32", aK)
+        kb = ub_matrix(core, "kCumdecayFp32", aK)
         kb[:, :L, :sh.dk] *= core.views["expGCumFp32"][:, :L, None]
-        a = _v2(core, "chunkScoresFp32", CS)[:, :L, :L]
-        _v2(core, "chunkKFp32", aK)[:, :L, :sh.dk] = cm.tril_matmul(a, kb[:, :L, :sh.dk])
+        a = ub_matrix(core, "chunkScoresFp32", CS)[:, :L, :L]
+        ub_matrix(core, "chunkKFp32", aK)[:, :L, :sh.dk] = cm.tril_matmul(a, kb[:, :L, :sh.dk])
     if out is None:
         return
     k0, kb0 = core.ub("chunkKFp32"), core.ub("kCumdecayFp32")
-    loop(core, out, L, lambda i: [UB_LOAD, *S_V, vec("Muls", sh.dk, kb0 + 4 * i * aK, kb0 + 4 * i * aK)])
+    loop(core, out, L, lambda i: [UB_LOAD, *S_V, vec("Muls", sh.dk, kb0 + FP32_BYTES * i * aK,
+                                                     kb0 + FP32_BYTES * i * aK)])
     out.extend(V_S)
     for i in range(L):
-        row = k0 + 4 * i * aK
+        row = k0 + FP32_BYTES * i * aK
         out += [vec("Duplicate", sh.dk, row), PB_V]
-        loop(core, out, i + 1, lambda k, row=row: [UB_LOAD, *S_V, vec("Axpy", sh.dk, row, kb0 + 4 * k * aK), PB_V])
+        loop(core, out, i + 1, lambda k, row=row: [UB_LOAD, *S_V, vec("Axpy", sh.dk, row,
+                                                                      kb0 + FP32_BYTES * k * aK), PB_V])
     out.extend(V_S)

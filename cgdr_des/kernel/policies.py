@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from cgdr_des.errors import InputError
+from cgdr_des.integers import ceil_div
 
 #: ``optimal`` is exact (branch and bound); beyond this many items per batch it is not offered.
 OPTIMAL_MAX_ITEMS = 20
@@ -58,7 +59,7 @@ def cost_greedy(tokens, cost, block_dim, avgload):
     ``ComputeAvgload`` sums the same weights.
     """
     total = cost.sum(axis=1)
-    return _scan(cost, -(-total // block_dim))
+    return _scan(cost, ceil_div(total, block_dim))
 
 
 def round_robin(tokens, cost, block_dim, avgload):
@@ -145,7 +146,7 @@ def minmax_contiguous(tokens, cost, block_dim, avgload):
     ``[first, last)`` in the tiling data, the device keeping its contiguous walk and testing
     ``first <= itemIndex < last`` instead of ``IsCurrentBlock``.
     """
-    lo = np.maximum(cost.max(axis=1), -(-cost.sum(axis=1) // block_dim))
+    lo = np.maximum(cost.max(axis=1), ceil_div(cost.sum(axis=1), block_dim))
     hi = np.maximum(cost.sum(axis=1), lo)
     while (lo < hi).any():
         mid = (lo + hi) // 2
@@ -160,7 +161,7 @@ def _bnb(w: list[int], m: int) -> list[int]:
     order = sorted(range(len(w)), key=lambda k: (-w[k], k))
     seed = _lpt(np.asarray([w], np.int64), m)[0].tolist()
     best = [max(sum(w[k] for k in range(len(w)) if seed[k] == c) for c in range(m)), seed]
-    floor = max(max(w), -(-sum(w) // m))
+    floor = max(max(w), ceil_div(sum(w), m))
     loads, assign, rest = [0] * m, [0] * len(w), sum(w)
 
     def dfs(j: int, high: int) -> bool:  # True: the lower bound is reached, stop searching

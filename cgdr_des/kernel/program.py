@@ -18,11 +18,12 @@ from functools import partial
 from itertools import chain
 from typing import NamedTuple
 
+from cgdr_des.integers import ceil_div
 from cgdr_des.isa import AllocEventID, Dma, FetchEventID, Record, ReleaseEventID, Scalar, ScalarGm, Tag
 from cgdr_des.kernel import phases, vtile
 from cgdr_des.kernel.dispatch import BlockScan, compute_avgload
 from cgdr_des.kernel.emit import ALU, gm_load, scalar
-from cgdr_des.kernel.launch import CHUNK_SIZE, CoreState, Launch, ceil_div
+from cgdr_des.kernel.launch import CHUNK_SIZE, CoreState, Launch
 from cgdr_des.kernel.overlap import ChunkPrefetch, InLoad, StateOverlap
 
 

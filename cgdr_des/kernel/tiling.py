@@ -35,6 +35,7 @@ import operator
 from dataclasses import dataclass
 
 from cgdr_des.errors import InputError, KernelDiagnostic
+from cgdr_des.integers import ceil_align, ceil_div
 
 FP16_NUM_PER_BLOCK = 16  # fp16 elements per 32-byte block; also the vStep search step
 FP32_NUM_PER_BLOCK = 8
@@ -45,16 +46,6 @@ INT32_MAX = 2**31 - 1    # t, lengths and token offsets are int32 on the device
 MAX_GM_BYTES = 2**48     # a 48-bit device address space: no workspace past it can be allocated
 FP32_BYTES = 4
 FP16_BYTES = 2
-
-
-def ceil_align(value: int, align: int) -> int:
-    """``CeilAlign``: ``value`` rounded up to a multiple of ``align``."""
-    return -(-value // align) * align
-
-
-def div_ceil(value: int, divisor: int) -> int:
-    """``DivCeil`` / ``Ceil``: integer division rounded up."""
-    return -(-value // divisor)
 
 
 def compute_tmp_buff_bytes(v_step: int, dv: int, dk: int, allow_overlap: bool,
@@ -266,7 +257,7 @@ def _build(shape: dict[str, int], ub_size: int, aiv_num: int, has_gamma: bool, b
     else:
         v_step = _solve(dk, hv, dv, ub_size, allow_overlap, host_queue_buffers, pf, sdb)
     pad_size = (CHUNK_SIZE - t % CHUNK_SIZE) % CHUNK_SIZE
-    v_tile_count = div_ceil(dv, v_step)
+    v_tile_count = ceil_div(dv, v_step)
     work_items = hv * v_tile_count if (hv < aiv_num and v_tile_count > 1) else hv
     out_queue = compute_out_queue_bytes(v_step, dk)
     in_queue = compute_in_queue_bytes(v_step, dk) if pf else 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from cgdr_des.errors import KernelDiagnostic
+from cgdr_des.integers import ceil_align
 from cgdr_des.isa import AllocTensor, DataCopyExtParams, DataCopyParams, DeQue, Dma, EnQue, FreeTensor
 from cgdr_des.kernel import chunk_math as cm
 from cgdr_des.kernel import overlap
@@ -32,9 +33,10 @@ from cgdr_des.kernel.emit import (
     scalar_exp_call,
     vec,
 )
+from cgdr_des.kernel.fast_paths import UINT16_MAX
 from cgdr_des.kernel.launch import CHUNK_SIZE as CS
-from cgdr_des.kernel.launch import ceil_align
-from cgdr_des.kernel.phases import UINT16_MAX, _v2, rows
+from cgdr_des.kernel.phases import rows, ub_matrix
+from cgdr_des.kernel.tiling import FP32_BYTES
 from cgdr_des.numerics.scalar_exp import scalar_exp_array
 
 OUT_QUEUE = "stateOutQueue_"
@@ -46,7 +48,7 @@ def load_v_beta(core, ch, v_i: int, cv: int, out: list) -> None:
     if core.numerics != "off":
         core.views["chunkVFp32"][:, :L * V] = 0
         vals = rows(core, ch, "value", slice(v_i, v_i + cv))
-        _v2(core, "chunkVFp32", V)[:, :L, :cv] = vals * rows(core, ch, "beta")[:, :, None]
+        ub_matrix(core, "chunkVFp32", V)[:, :L, :cv] = vals * rows(core, ch, "beta")[:, :, None]
     if out is None:
         return
     if ch.prefetch is not None and ch.prefetch.v_i == v_i:
@@ -64,8 +66,8 @@ def load_v_beta(core, ch, v_i: int, cv: int, out: list) -> None:
         fetch_sync(out, "MTE2_V")
         for i in range(L):
             out.append(gm_load(gm.addr("beta", (ch.t_start + i) * sh.nv + ch.head), 2))
-            out += [*S_V, vec("Cast", cv, v0 + 4 * i * V, a0 + 2 * i * cv, src_bytes=2), PB_V,
-                    vec("Muls", cv, v0 + 4 * i * V, v0 + 4 * i * V), PB_V]
+            out += [*S_V, vec("Cast", cv, v0 + FP32_BYTES * i * V, a0 + 2 * i * cv, src_bytes=2), PB_V,
+                    vec("Muls", cv, v0 + FP32_BYTES * i * V, v0 + FP32_BYTES * i * V), PB_V]
         out.extend(V_S)
         return
     for i in range(L):
@@ -79,14 +81,16 @@ def compute_value_new(core, ch, out: list) -> None:
     """ComputeValueNew: U = A v_beta (A lower incl. its unit diagonal) -> chunkAttnOutFp32."""
     L, V = ch.L, core.v_aligned
     if core.numerics != "off":
-        a = _v2(core, "chunkScoresFp32", CS)[:, :L, :L]
-        cm.v_matmul(np.tril(a), _v2(core, "chunkVFp32", V)[:, :L], out=_v2(core, "chunkAttnOutFp32", V)[:, :L])
+        a = ub_matrix(core, "chunkScoresFp32", CS)[:, :L, :L]
+        cm.v_matmul(np.tril(a), ub_matrix(core, "chunkVFp32", V)[:, :L],
+                    out=ub_matrix(core, "chunkAttnOutFp32", V)[:, :L])
     if out is None:
         return
     a0, v0 = core.ub("chunkAttnOutFp32"), core.ub("chunkVFp32")
     out += [vec("Duplicate", L * V, a0), PB_V]
     for i in range(L):
-        loop(core, out, i + 1, lambda k, row=a0 + 4 * i * V: [UB_LOAD, *S_V, vec("Axpy", V, row, v0 + 4 * k * V), PB_V])
+        row = a0 + FP32_BYTES * i * V
+        loop(core, out, i + 1, lambda k, row=row: [UB_LOAD, *S_V, vec("Axpy", V, row, v0 + FP32_BYTES * k * V), PB_V])
 
 
 def load_state_tile(core, ch, v_i: int, cv: int, out: list) -> None:
@@ -96,7 +100,7 @@ def load_state_tile(core, ch, v_i: int, cv: int, out: list) -> None:
     cv8 = ceil_align(cv, 8)
     if core.numerics != "off":
         core.views["stateInFp32"][:, :sK * V] = 0
-        s = _v2(core, "stateInFp32", V)
+        s = ub_matrix(core, "stateInFp32", V)
         heads = core.lanes(ch)[0]
         if ch.c > 0:
             s[:, :sh.dk, :cv8] = core.launch.workspace[ch.b, heads, :, v_i:v_i + cv8]
@@ -131,20 +135,20 @@ def compute_v_new(core, ch, out: list) -> None:
     """ComputeVNew: v_new = U - K_cd S -> chunkVFp32 (Axpy over d, Muls(-1), Add)."""
     sh, L, V = core.shape, ch.L, core.v_aligned
     if core.numerics != "off":
-        kcd = _v2(core, "chunkKFp32", sh.align_k)[:, :L, :sh.dk]
-        s = _v2(core, "stateInFp32", V)[:, :sh.dk]
-        u = _v2(core, "chunkAttnOutFp32", V)[:, :L]
-        v_new = cm.v_matmul(kcd, s, out=_v2(core, "chunkVFp32", V)[:, :L])
+        kcd = ub_matrix(core, "chunkKFp32", sh.align_k)[:, :L, :sh.dk]
+        s = ub_matrix(core, "stateInFp32", V)[:, :sh.dk]
+        u = ub_matrix(core, "chunkAttnOutFp32", V)[:, :L]
+        v_new = cm.v_matmul(kcd, s, out=ub_matrix(core, "chunkVFp32", V)[:, :L])
         np.subtract(u, v_new, out=v_new)  # U - K_cd S: the same bits as -(K_cd S) + U
     if out is None:
         return
     v0, s0, a0 = core.ub("chunkVFp32"), core.ub("stateInFp32"), core.ub("chunkAttnOutFp32")
 
     def one_row(i: int) -> list:
-        row = v0 + 4 * i * V
+        row = v0 + FP32_BYTES * i * V
         recs = [vec("Duplicate", V, row), PB_V]
-        loop(core, recs, sh.dk, lambda d: [UB_LOAD, *S_V, vec("Axpy", V, row, s0 + 4 * d * V), PB_V])
-        return recs + [vec("Muls", V, row, row), PB_V, vec("Add", V, row, row, a0 + 4 * i * V), PB_V]
+        loop(core, recs, sh.dk, lambda d: [UB_LOAD, *S_V, vec("Axpy", V, row, s0 + FP32_BYTES * d * V), PB_V])
+        return recs + [vec("Muls", V, row, row), PB_V, vec("Add", V, row, row, a0 + FP32_BYTES * i * V), PB_V]
 
     loop(core, out, L, one_row)
 
@@ -155,7 +159,7 @@ def compute_attn_inter(core, ch, out: list) -> None:
     if core.numerics != "off":
         q = rows(core, ch, "query") * core.launch.ft(sh.scale)
         q = q * core.views["expGCumFp32"][:, :L, None]
-        cm.v_matmul(q, _v2(core, "stateInFp32", V)[:, :sh.dk], out=_v2(core, "chunkAttnOutFp32", V)[:, :L])
+        cm.v_matmul(q, ub_matrix(core, "stateInFp32", V)[:, :sh.dk], out=ub_matrix(core, "chunkAttnOutFp32", V)[:, :L])
     if out is None:
         return
     a0, s0, gm = core.ub("chunkAttnOutFp32"), core.ub("stateInFp32"), core.launch.gm
@@ -165,9 +169,9 @@ def compute_attn_inter(core, ch, out: list) -> None:
         return gm.addrs("query", ((ch.t_start + i) * sh.nk + ch.qk_head) * sh.dk, sh.dk)
 
     def one_row(i: int) -> list:
-        row = a0 + 4 * i * V
+        row = a0 + FP32_BYTES * i * V
         recs = [vec("Duplicate", V, row), PB_V, UB_LOAD]
-        for a, axpy in zip(q_row(i), axpy_row(V, row, s0, 0, 4 * V, sh.dk), strict=True):
+        for a, axpy in zip(q_row(i), axpy_row(V, row, s0, 0, FP32_BYTES * V, sh.dk), strict=True):
             recs += [gm_load(a, 2), alu2, *S_V, axpy, PB_V]
         return recs
 
@@ -178,14 +182,15 @@ def accum_output(core, ch, out: list) -> None:
     """AccumOutput: out = O1 + M v_new (M lower incl. diagonal, in decayMaskFp32)."""
     L, V = ch.L, core.v_aligned
     if core.numerics != "off":
-        m = _v2(core, "decayMaskFp32", CS)[:, :L, :L]
-        o = _v2(core, "chunkAttnOutFp32", V)
-        o[:, :L] += cm.v_matmul(np.tril(m), _v2(core, "chunkVFp32", V)[:, :L])
+        m = ub_matrix(core, "decayMaskFp32", CS)[:, :L, :L]
+        o = ub_matrix(core, "chunkAttnOutFp32", V)
+        o[:, :L] += cm.v_matmul(np.tril(m), ub_matrix(core, "chunkVFp32", V)[:, :L])
     if out is None:
         return
     a0, v0 = core.ub("chunkAttnOutFp32"), core.ub("chunkVFp32")
     for i in range(L):
-        loop(core, out, i + 1, lambda j, row=a0 + 4 * i * V: [UB_LOAD, *S_V, vec("Axpy", V, row, v0 + 4 * j * V), PB_V])
+        row = a0 + FP32_BYTES * i * V
+        loop(core, out, i + 1, lambda j, row=row: [UB_LOAD, *S_V, vec("Axpy", V, row, v0 + FP32_BYTES * j * V), PB_V])
 
 
 def write_attn_tile_to_gm(core, ch, v_i: int, cv: int, out: list) -> None:
@@ -198,7 +203,7 @@ def write_attn_tile_to_gm(core, ch, v_i: int, cv: int, out: list) -> None:
             f"unaligned fallback writes {ceil_align(cv, 16)} per row and overruns into the next "
             f"head's output (docs/kernel.md §6); shape dv={sh.dv}, vStep={core.v_step}")
     if core.numerics != "off":
-        o = _v2(core, "chunkAttnOutFp32", V)[:, :L, :cv]
+        o = ub_matrix(core, "chunkAttnOutFp32", V)[:, :L, :cv]
         core.launch.out[ch.t_start:ch.t_start + L, core.lanes(ch)[0], v_i:v_i + cv] = np.moveaxis(o, 0, 1)
     if out is not None:
         _write_attn_records(core, ch, v_i, cv, out)
@@ -273,10 +278,10 @@ def _update_state_numerics(core, ch, v_i: int, cv: int) -> None:
     if core.numerics == "off":
         return
     sh, L, V = core.shape, ch.L, core.v_aligned
-    s = _v2(core, "stateInFp32", V)
+    s = ub_matrix(core, "stateInFp32", V)
     s[:, :sh.dk] *= core.views["expGCumFp32"][:, L - 1, None, None]
     coeff = rows(core, ch, "key") * _decay_factors(core, ch)[:, :, None]
-    s[:, :sh.dk] += cm.v_matmul(np.swapaxes(coeff, -1, -2), _v2(core, "chunkVFp32", V)[:, :L])
+    s[:, :sh.dk] += cm.v_matmul(np.swapaxes(coeff, -1, -2), ub_matrix(core, "chunkVFp32", V)[:, :L])
     heads = core.lanes(ch)[0]
     if ch.is_last:
         core.launch.final_state[ch.b, heads, v_i:v_i + cv, :] = np.swapaxes(s[:, :sh.dk, :cv], -1, -2)
@@ -290,7 +295,7 @@ def _update_state_records(core, ch, out: list) -> None:
     s0, v0, gm = core.ub("stateInFp32"), core.ub("chunkVFp32"), core.launch.gm
     out += [UB_LOAD, *S_V]
     for d in range(sh.dk):
-        out += [vec("Muls", V, s0 + 4 * d * V, s0 + 4 * d * V), PB_V]
+        out += [vec("Muls", V, s0 + FP32_BYTES * d * V, s0 + FP32_BYTES * d * V), PB_V]
     exps = [scalar_exp_call(float(a)) for a in _exp_args(core, ch)[0]]
 
     def k_row(i: int) -> range:
@@ -298,7 +303,7 @@ def _update_state_records(core, ch, out: list) -> None:
 
     def one_token(i: int) -> list:
         recs = [scalar("ub_load", 2), exps[i]]
-        for a, axpy in zip(k_row(i), axpy_row(V, s0, v0 + 4 * i * V, 4 * V, 0, sh.dk), strict=True):
+        for a, axpy in zip(k_row(i), axpy_row(V, s0, v0 + FP32_BYTES * i * V, FP32_BYTES * V, 0, sh.dk), strict=True):
             recs += [gm_load(a, 2), ALU, *S_V, axpy, PB_V]
         return recs
 
@@ -318,7 +323,8 @@ def _workspace_rows(core, ch, v_i: int, cv: int, direction: str, out: list) -> N
     ws = ((ch.b * sh.nv + ch.head) * sh.dk) * sh.ws_stride_v + v_i
     params = DataCopyParams(1, cv8 // 8, 0, 0)
     for d in range(sh.dk):
-        out.append(Dma(direction, cv8 * 4, params, gm.addr("workspace", ws + d * sh.ws_stride_v), s0 + 4 * d * V))
+        out.append(Dma(direction, cv8 * FP32_BYTES, params, gm.addr("workspace", ws + d * sh.ws_stride_v),
+                       s0 + FP32_BYTES * d * V))
     out.append(PB_ALL)
     fetch_sync(out, after)
 

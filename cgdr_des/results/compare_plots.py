@@ -23,7 +23,7 @@ from matplotlib.patches import Patch
 
 from cgdr_des.isa import PIPES
 from cgdr_des.results.attribution import PARTS
-from cgdr_des.results.plots import _save
+from cgdr_des.results.plots import save_figure
 
 PIPE_ROWS = PIPES
 
@@ -46,7 +46,7 @@ def plot_critical_path(table: pd.DataFrame, path: str | Path) -> Path:
     ax.set_ylim(0, 1.2 * max(bottom.max(initial=0.0), 1.0))
     ax.set(ylabel="cycles of the critical core", title="critical path by part (sums to the makespan)")
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def chunk_window(result: Any) -> tuple[int, pd.DataFrame]:
@@ -90,4 +90,4 @@ def plot_chunk_gantt(results: Mapping[str, Any], path: str | Path) -> Path:
     if phases:
         handles = [Patch(color=colours[ph], label=ph) for ph in phases]
         fig.legend(handles=handles, loc="outside right upper", fontsize="x-small", title="phase")
-    return _save(fig, path)
+    return save_figure(fig, path)

@@ -13,6 +13,8 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from cgdr_des.integers import ceil_div
+
 
 def _array(values: Iterable[float]) -> np.ndarray:
     return np.asarray(list(values) if not isinstance(values, np.ndarray) else values, dtype=np.float64)
@@ -55,7 +57,7 @@ def lower_bound(item_durations: Iterable[float], n_cores: int) -> int:
                    dtype=np.int64)
     if not a.size or n_cores <= 0:
         return 0
-    return int(max(-(-int(a.sum()) // n_cores), int(a.max())))
+    return int(max(ceil_div(int(a.sum()), n_cores), int(a.max())))
 
 
 def utilisation(busy: Iterable[float], makespan: float) -> float:

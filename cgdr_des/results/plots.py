@@ -41,7 +41,9 @@ PIPE_ORDER = ("S", "V", "MTE2", "MTE3", "ALL")
 DPI = 110
 
 
-def _save(fig: Figure, path: str | Path) -> Path:
+def save_figure(fig: Figure, path: str | Path) -> Path:
+    """Write ``fig`` as a PNG at the plots' DPI (Agg canvas: no display needed); every plot module saves
+    through it."""
     path = Path(path)
     FigureCanvasAgg(fig)
     fig.savefig(path, dpi=DPI)
@@ -77,7 +79,7 @@ def plot_core_load(cores: pd.DataFrame, items: pd.DataFrame, path: str | Path, *
     tok.set_ylabel("tokens (Σ seqlen of items)")
     handles = ax.get_legend_handles_labels()[0] + tok.get_legend_handles_labels()[0]
     ax.legend(handles=handles, fontsize="small", loc="upper right")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_finish_cdf(cores: pd.DataFrame, path: str | Path, *, clock_mhz: float, name: str = "") -> Path:
@@ -89,7 +91,7 @@ def plot_finish_cdf(cores: pd.DataFrame, path: str | Path, *, clock_mhz: float, 
     ax.step(finish, frac, where="post", marker="o")
     ax.set(xlabel="core finish (µs)", ylabel="fraction of cores", ylim=(0, 1.05), title=f"{name}: core finish CDF")
     ax.grid(alpha=0.3)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def last_core(cores: pd.DataFrame) -> int:
@@ -263,7 +265,7 @@ def plot_gantt(ops: pd.DataFrame, path: str | Path, *, core: int, window: Sequen
     note = f" (first {max_ops} ops)" if cut else ""
     ax.set_title(f"{title or f'core {core} pipe Gantt'}{note}", fontsize="medium")
     ax.set_xlabel("time (µs)")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_buffer_compare(results_by_buffer_num: Mapping[int, Any], path: str | Path) -> Path:
@@ -289,7 +291,7 @@ def plot_buffer_compare(results_by_buffer_num: Mapping[int, Any], path: str | Pa
     ax_c.set_xticks(cores)
     ax_c.set(xlabel="core", ylabel="finish (µs)", title=f"{name}: per-core finish")
     ax_c.legend()
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_all(result: Any, out_dir: str | Path, *, gantt_core: int | None = None,

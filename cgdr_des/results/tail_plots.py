@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
-from cgdr_des.results.plots import _save
+from cgdr_des.integers import ceil_div
+from cgdr_des.results.plots import save_figure
 
 CDF_POINTS, SCATTER_POINTS = 2000, 3000
 
@@ -65,7 +66,7 @@ def plot_makespan_cdf(batches, path: Path, name: str) -> Path:
            title=f"{name}: makespan CDF over {batches['batch_index'].nunique():,} batches")
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_ratio_hist(batches, path: Path, name: str) -> Path:
@@ -80,14 +81,14 @@ def plot_ratio_hist(batches, path: Path, name: str) -> Path:
     ax.set(xlabel="makespan ÷ lower bound (last bin: beyond)", ylabel="batches",
            title=f"{name}: distance from the lower bound")
     ax.legend(fontsize="small")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_load_balance(cores, path: Path, name: str) -> Path:
     """Per policy, a panel: histogram of busy ÷ the batch's mean busy, over every core of every batch."""
     groups = list(_by_policy(cores))
     cols = min(4, len(groups))
-    rows = -(-len(groups) // cols)
+    rows = ceil_div(len(groups), cols)
     fig = Figure(figsize=(3.2 * cols, 2.6 * rows + 0.6), layout="constrained")
     axes = fig.subplots(rows, cols, squeeze=False, sharex=True)
     for ax, (policy, grp) in zip(axes.ravel(), groups, strict=False):
@@ -104,7 +105,7 @@ def plot_load_balance(cores, path: Path, name: str) -> Path:
     fig.supxlabel("core busy time ÷ the batch's mean core busy time")
     fig.supylabel("cores (pooled over batches)")
     fig.suptitle(f"{name}: load balance in time")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_vs_max_seqlen(batches, path: Path, name: str) -> Path:
@@ -113,11 +114,11 @@ def plot_vs_max_seqlen(batches, path: Path, name: str) -> Path:
     ax = fig.add_subplot()
     step = 1
     for policy, grp in _by_policy(batches):
-        step = max(1, -(-len(grp) // SCATTER_POINTS))
+        step = max(1, ceil_div(len(grp), SCATTER_POINTS))
         ax.scatter(grp["max_seqlen"].iloc[::step], grp["makespan_us"].iloc[::step], s=4, alpha=0.4, label=policy,
                    color=policy_colour(policy))
     shown = "" if step == 1 else f" (every {step}th batch)"
     ax.set(xlabel="longest sequence of the batch (tokens)", ylabel="makespan (µs)",
            title=f"{name}: makespan against the longest sequence{shown}")
     ax.legend(fontsize="small", markerscale=3)
-    return _save(fig, path)
+    return save_figure(fig, path)

@@ -21,7 +21,7 @@ from cgdr_des.errors import InputError
 from cgdr_des.scenario.messages import Shown, brief, validation_error_to_input_error
 from cgdr_des.scenario.sections import Hardware, Kernel, Output, Shape, Sim, Study, Workload, _Section
 from cgdr_des.scenario.tiling_check import validate_tiling
-from cgdr_des.scenario.toml_read import parse_toml
+from cgdr_des.toml_read import parse_toml
 from cgdr_des.workload.lengths import MAX_LENGTH as MAX_TOKENS
 from cgdr_des.workload.lengths import sample_lengths
 from cgdr_des.workload.lengths_csv import read_lengths_csv

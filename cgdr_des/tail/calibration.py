@@ -1,206 +1,21 @@
-"""Item costs measured once per (profile, overrides, shape, buffer_num) with one phase-fidelity run.
-
-A work item's duration depends only on its sequence length and V-tile: a sequence of ``n`` tokens is
-``ceil(n / 64)`` chunks, all full but the last, of length ``L`` (1..64). The calibration run holds
-one sequence of every length 1..64 (every sole chunk: measured, not fitted, since the cost steps
-with vector repeats and alignment), two-chunk sequences ``64 + L`` for a few ``L`` (a two-chunk item
-costs a sole chunk of ``L`` plus a nearly constant first chunk: the difference, smooth in ``L``
-and varying by under 0.1 % over it, is interpolated linearly between the probes) and four-chunk
-sequences (a middle chunk is half the difference between four and two chunks of the same ``L``).
-Every distinct chunk length is a new phase signature to compile, which is what calibration costs.
-Each item's duration is its ``end - start`` in the items frame, the median over the heads that ran
-it (cores contend for GM as in any busy launch).
-
-Around the items, each core walks every item and every batch entry (``IsCurrentBlock`` and the
-length load), whoever owns them, so a core's finish is ``overhead(B, K) + the sum of its own item
-durations``, with ``overhead = pre + K * per_item + B * per_batch`` for B batch entries and K work
-items. ``per_item`` is the measured gap between consecutive items; ``pre`` and ``per_batch`` (which
-also holds ComputeAvgload's read of every length) come from the overhead measured in two runs: the
-calibration run and a one-sequence run.
-
-Split V-tiles (``ShouldSplitVTiles``): the tiles of one head run on different cores and read the same
-K and Q rows with scalar GetValue (ComputeAttnInter, UpdateAndWriteState). At ``phase`` fidelity each
-phase signature is timed once per launch, at its first occurrence, through one data cache that the
-phase compiler shares across all cores, and every later occurrence reuses that timing. When a sibling
-tile has just read the same rows on another core, the first occurrence finds their lines resident
-and the whole launch's chunks of that signature run up to ~2.5 % faster than when it is timed apart.
-The calibration run above measures the apart context (each core on its own sequences);
-:func:`_lockstep` measures the together context by one launch per probe length holding that single
-sequence, so that all its tiles start at once. The surrogate blends the two by how much an item
-overlaps its siblings in time (a measured correction: which tile is timed first in a launch is not
-modelled, so the blend is approximate; ``docs/tail.md`` gives the remaining error).
-"""
+"""The tail study's item costs (:mod:`cgdr_des.item_costs`), measured by the simulation's launch runner."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from functools import lru_cache
-
-import numpy as np
-
-from cgdr_des.errors import KernelDiagnostic
 from cgdr_des.hw import load_profile
-from cgdr_des.kernel.launch import CHUNK_SIZE, Shape
-from cgdr_des.workload.tensors import draw_g
+from cgdr_des.item_costs import ItemCosts, measure_item_costs
+from cgdr_des.simulation import run_launch
 
-#: Sequences of the calibration run: every sole chunk length, two- and four-chunk probes.
-TWO_PROBES = (1, 16, 32, 48, 64)
-MIDDLE_PROBES = (1, 32, 64)
-CAL_LENGTHS = (*range(1, CHUNK_SIZE + 1), *(CHUNK_SIZE + L for L in TWO_PROBES),
-               *(3 * CHUNK_SIZE + L for L in MIDDLE_PROBES))
-
-
-@dataclass(frozen=True)
-class ItemCosts:
-    """Measured item durations (cycles) of one (profile, shape, buffer_num); see the module doc.
-
-    ``sole[v, L]``: an item of L <= 64 tokens on V-tile slot v (slot 0 when tiles are not split);
-    ``two[v, L]``: an item of 64 + L tokens; ``middle[v]``: each further full chunk;
-    ``pre``, ``per_item``, ``per_batch``: the per-core overhead ``pre + K per_item + B per_batch``.
-    ``lock_two``, ``lock_middle``: ``two`` and ``middle`` when the item's sibling tiles run alongside
-    on other cores (split V-tiles only; equal to ``two``/``middle`` otherwise). ``siblings``: items
-    per (batch, K/Q head) that read the same K/Q rows (heads per K/Q head times tiles).
-    """
-
-    sole: np.ndarray
-    two: np.ndarray
-    middle: np.ndarray
-    pre: int
-    per_item: int
-    per_batch: float
-    nv: int
-    dv: int
-    v_step: int
-    v_tiles: int
-    split: bool
-    block_dim: int
-    clock_mhz: float
-    profile: str
-    lock_two: np.ndarray
-    lock_middle: np.ndarray
-    siblings: int
-
-    def item_cycles(self, seqlen, vtile, *, together: bool = False) -> np.ndarray:
-        """Duration (int64 cycles) of items of ``seqlen`` tokens on ``vtile`` (-1: unsplit); 0 for length 0.
-        ``together``: with the item's sibling tiles running alongside (see the module docstring)."""
-        two, middle = (self.lock_two, self.lock_middle) if together else (self.two, self.middle)
-        s = np.asarray(seqlen, np.int64)
-        v = np.maximum(np.asarray(vtile, np.int64), 0)
-        n = np.maximum(-(-s // CHUNK_SIZE), 1)
-        tail = s - CHUNK_SIZE * (n - 1)
-        many = two[v, np.where(n > 1, tail, 1)] + np.maximum(n - 2, 0) * middle[v]
-        return np.where(s <= 0, 0, np.where(n == 1, self.sole[v, np.clip(tail, 0, CHUNK_SIZE)], many))
-
-    def overhead(self, batch_entries, n_items) -> np.ndarray:
-        """Cycles of a core's finish that are not its own items (same for every core of a launch)."""
-        cycles = self.pre + np.asarray(n_items, np.int64) * self.per_item + np.asarray(batch_entries) * self.per_batch
-        return np.round(cycles).astype(np.int64)
+__all__ = ["ItemCosts", "calibrate", "costs_for"]
 
 
 def calibrate(profile: str = "atlas-300i-duo", *, nk: int, nv: int, dk: int, dv: int, has_gamma: bool = True,
               buffer_num: int = 1, overrides: dict | None = None) -> ItemCosts:
-    """Measure the item costs with one phase-fidelity run (cached; see the module docstring)."""
+    """Measure the item costs with one phase-fidelity run (cached; see :mod:`cgdr_des.item_costs`)."""
     prof = load_profile(profile, overrides or None)
     return costs_for(prof, nk, nv, dk, dv, has_gamma, buffer_num)
 
 
-@lru_cache(maxsize=32)
 def costs_for(prof, nk: int, nv: int, dk: int, dv: int, has_gamma: bool, buffer_num: int) -> ItemCosts:
-    """:func:`calibrate` for a loaded profile (the cache key is the profile itself, overrides included)."""
-    from cgdr_des.kernel.functional import make_launch
-    from cgdr_des.simulation import run_launch
-
-    def run(lengths):
-        """Time one phase-fidelity launch of ``lengths`` (numerics off); ``(Result, Launch)``."""
-        lengths = np.asarray(lengths, np.int32)
-        shape = Shape(int(lengths.size), int(lengths.sum()), nk, nv, dk, dv, 1.0 / np.sqrt(dk), has_gamma)
-        g = draw_g(shape.t, nv, 0) if has_gamma else None
-        launch = make_launch(shape, lengths, g, None, numerics="off", ub_size=prof.ub_usable_bytes,
-                             aiv_num=prof.aiv_num, buffer_num=buffer_num)
-        try:
-            return run_launch(launch, prof, policy="greedy", fidelity="phase"), launch
-        except KernelDiagnostic as exc:
-            raise KernelDiagnostic(_explain(prof, exc)) from None
-
-    costs = _measure(*run(CAL_LENGTHS), run([1])[0], prof)
-    if not costs.split:
-        return costs
-    lock = {n: _slot_durations(run([n])[0]) for n in (*(CHUNK_SIZE + L for L in TWO_PROBES),
-                                                       *(3 * CHUNK_SIZE + L for L in MIDDLE_PROBES))}
-    return _lockstep(costs, lock)
-
-
-def _explain(prof, exc: Exception) -> str:
-    first = str(exc).partition("\n")[0]
-    if prof.flag_double_set == "diagnostic" and "set" in first.lower():
-        return (f"tail calibration on {prof.name}: {first}; this kernel sets its S->V flags again before "
-                f"they are waited, so on this profile it needs [hardware] overrides = "
-                f"{{ flag_double_set = \"counter\" }} (the softsync-flag reading the 310P profile uses)")
-    return f"tail calibration on {prof.name}: {first}"
-
-
-def _measure(result, launch, one, prof) -> ItemCosts:
-    """Item tables from the calibration run ``result``; the overhead from it and the one-item run ``one``."""
-    items = result.items.copy()
-    items["dur"] = items["end"] - items["start"]
-    items["slot"] = items["vtile"].clip(lower=0)
-    slots = int(items["slot"].max()) + 1
-    med = items.groupby(["slot", "seqlen"])["dur"].median().round().astype(np.int64)
-    sole = np.zeros((slots, CHUNK_SIZE + 1), np.int64)
-    two = np.zeros((slots, CHUNK_SIZE + 1), np.int64)
-    middle = np.zeros(slots, np.int64)
-    for v in range(slots):
-        sole[v, 1:] = [med[(v, L)] for L in range(1, CHUNK_SIZE + 1)]
-        first = [med[(v, CHUNK_SIZE + L)] - med[(v, L)] for L in TWO_PROBES]
-        two[v, 1:] = sole[v, 1:] + np.round(np.interp(np.arange(1, CHUNK_SIZE + 1), TWO_PROBES, first)).astype(np.int64)
-        middle[v] = int(round(np.median([(med[(v, 3 * CHUNK_SIZE + L)] - med[(v, CHUNK_SIZE + L)]) / 2
-                                         for L in MIDDLE_PROBES])))
-    per_item = _item_gap(items)
-    # overhead = pre + K per_item + B per_batch, known at (B, K) of both runs: two equations
-    (k1, o1), (k2, o2) = _overhead(one), _overhead(result)
-    b1, b2 = 1, len(launch.lengths)
-    per_batch = (o2 - o1 - (k2 - k1) * per_item) / (b2 - b1)
-    pre = int(round(o1 - k1 * per_item - b1 * per_batch))
-    t, sh = launch.tiling, launch.shape
-    split = bool((items["vtile"] >= 0).any())
-    return ItemCosts(sole, two, middle, pre, per_item, float(per_batch), sh.nv, sh.dv, t.v_step, t.v_tile_count,
-                     split, t.block_dim, float(prof.clock_mhz), prof.name, two, middle,
-                     sh.nv // sh.nk * (t.v_tile_count if split else 1))
-
-
-def _slot_durations(result) -> np.ndarray:
-    """Median item duration per V-tile slot of a one-sequence run."""
-    items = result.items
-    dur = (items["end"] - items["start"]).groupby(items["vtile"].clip(lower=0)).median()
-    return np.round(dur.sort_index().to_numpy()).astype(np.int64)
-
-
-def _lockstep(costs: ItemCosts, lock: dict[int, np.ndarray]) -> ItemCosts:
-    """``costs`` with the together tables from one-sequence runs (``lock[n]``: per-slot durations of a
-    sequence of n tokens whose tiles all start at once). A sole chunk gains nothing measurable (its
-    siblings' K/Q lines arrive no earlier than its own), so only the longer items' tables change."""
-    slots = costs.sole.shape[0]
-    two, middle = np.zeros_like(costs.two), np.zeros_like(costs.middle)
-    grid = np.arange(1, CHUNK_SIZE + 1)
-    for v in range(slots):
-        first = [lock[CHUNK_SIZE + L][v] - costs.sole[v, L] for L in TWO_PROBES]
-        two[v, 1:] = costs.sole[v, 1:] + np.round(np.interp(grid, TWO_PROBES, first)).astype(np.int64)
-        middle[v] = int(round(np.median([(lock[3 * CHUNK_SIZE + L][v] - lock[CHUNK_SIZE + L][v]) / 2
-                                         for L in MIDDLE_PROBES])))
-    return replace(costs, lock_two=two, lock_middle=middle)
-
-
-def _overhead(result) -> tuple[int, float]:
-    """(work items, median over the cores that ran items of finish - own item durations)."""
-    items = result.items
-    busy = (items["end"] - items["start"]).groupby(items["core"]).sum()
-    finish = result.cores.set_index("core").loc[busy.index, "finish"]
-    return len(items), float((finish - busy).median())
-
-
-def _item_gap(items) -> int:
-    """Median gap between consecutive own items of a core within one batch entry (``IsCurrentBlock``)."""
-    it = items.sort_values(["core", "start"])
-    same = (it["core"].shift(-1) == it["core"]) & (it["batch"].shift(-1) == it["batch"])
-    gap = (it["start"].shift(-1) - it["end"])[same]
-    return int(round(float(gap.median()))) if len(gap) else 0
+    """:func:`calibrate` for a loaded profile (the cache is :func:`~cgdr_des.item_costs.measure_item_costs`')."""
+    return measure_item_costs(prof, nk, nv, dk, dv, has_gamma, buffer_num, run_launch)

@@ -3,13 +3,13 @@
 A batch of B lengths becomes ``K = B * nv * tiles`` items in ``Process`` visiting order (columns;
 the items of an empty sequence are padding), the policy gives each an owner core
 (:mod:`cgdr_des.kernel.policies`, vectorised over batches), and a core's finish is the launch's
-overhead plus the sum of its own items' durations (:class:`~cgdr_des.tail.calibration.ItemCosts`).
+overhead plus the sum of its own items' durations (:class:`~cgdr_des.item_costs.ItemCosts`).
 What it drops against ``phase`` fidelity: GM contention that varies with the batch (durations are
 those of a busy chip) and ScalarExp's dependence on the drawn g; the study's check measures both.
 
 Split V-tiles: an item whose sibling tiles (same batch entry and K/Q head) run at the same time on
 other cores is faster (their K/Q lines are resident when its phases are first timed; see
-:mod:`cgdr_des.tail.calibration`). Each item's interval on its core is laid out from the apart
+:mod:`cgdr_des.item_costs`). Each item's interval on its core is laid out from the apart
 durations (its core's earlier own items plus the walk over every earlier item), and its duration
 moves from the apart towards the together value by the largest share of it that one sibling on
 another core overlaps; a second pass re-lays the intervals with the blended durations.
@@ -21,8 +21,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cgdr_des.integers import ceil_div
+from cgdr_des.item_costs import ItemCosts
 from cgdr_des.kernel.policies import owners
-from cgdr_des.tail.calibration import ItemCosts
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,7 @@ class Estimate:
     def lower_bound(self, block_dim: int) -> np.ndarray:
         """No assignment of these items beats ``overhead + max(ceil(total / cores), longest item)``."""
         total = self.item_cycles.sum(axis=1)
-        return self.overhead + np.maximum(-(-total // block_dim), self.item_cycles.max(axis=1))
+        return self.overhead + np.maximum(ceil_div(total, block_dim), self.item_cycles.max(axis=1))
 
 
 def item_arrays(costs: ItemCosts, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -79,7 +80,7 @@ def estimate(costs: ItemCosts, lengths: np.ndarray, policy: str, *, items: Items
     n, m = lengths.shape[0], costs.block_dim
     items = items_of(costs, lengths) if items is None else items
     tokens, cycles = items.tokens, items.cycles
-    avgload = -(-tokens.sum(axis=1) // m)
+    avgload = ceil_div(tokens.sum(axis=1), m)
     owner = owners(policy, tokens, cycles, m, avgload)
     slot = np.where(owner >= 0, owner + m * np.arange(n)[:, None], n * m)  # padding to a spare bin
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from cgdr_des.hw.profile import _merge, read_doc
+from cgdr_des.hw.profile import merge_tables, read_doc
 from cgdr_des.hw.ranges import set_param
 
 
@@ -46,7 +46,7 @@ def fitted_profile_doc(profile_ref: str, profile, fitted: Mapping, note: str) ->
     for name, x in fitted.items():
         for field, value in set_param(profile, name, x).items():
             e = fields[field]
-            e["value"] = _merge(e["value"], value)
+            e["value"] = merge_tables(e["value"], value)
             e["source"] = f"calibrated ({name} = {x}): {note}; before: {e['source']}"
             e["confidence"] = "M"
     return {"profile": meta, "fields": fields}

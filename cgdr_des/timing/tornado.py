@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 from matplotlib.figure import Figure
 
-from cgdr_des.results.plots import _save
+from cgdr_des.results.plots import save_figure
 
 TOP = 20
 
@@ -42,4 +42,4 @@ def plot_tornado(result, path: str | Path) -> Path:
                  fontsize=9)
     ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
-    return _save(fig, path)
+    return save_figure(fig, path)

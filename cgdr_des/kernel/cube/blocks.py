@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+from cgdr_des.integers import ceil_align
 from cgdr_des.isa import (
     AllocEventID,
     AllocTensor,
@@ -34,6 +35,7 @@ from cgdr_des.isa import (
     WaitFlag,
 )
 from cgdr_des.kernel.emit import PB_ALL, PB_V, S_V, V_S, dma_in, dma_out, fetch_sync, gm_load, scalar, vec
+from cgdr_des.kernel.tiling import FP32_BYTES
 
 OUT_QUEUE = "stateOutQueue_"
 #: SHWR re-enqueues the tensor it dequeued (legal AscendC; the source does it 19 times a chunk), and
@@ -87,7 +89,7 @@ def reenqueue(out: list) -> None:
 
 def nd2nz(rows: int, cols: int, gm_addr: int, l1_addr: int) -> Dma:
     """GM -> L1 Nd2Nz copy of a ``rows x cols`` fp16 matrix (MTE2)."""
-    params = Nd2NzParams(1, rows, cols, cols, -(-rows // FRACTAL) * FRACTAL)
+    params = Nd2NzParams(1, rows, cols, cols, ceil_align(rows, FRACTAL))
     return Dma("GM2L1", rows * cols * 2, params, gm_addr, l1_addr)
 
 
@@ -143,7 +145,7 @@ def drain_read(core, out: list, m: int, n: int, cnz: int) -> None:
     """The L0C -> UB DataCopy, with !1174's M_V / V_M (none before !1174), then PIPE_ALL."""
     if not core.pre1174:
         fetch_sync(out, "M_V")
-    out.append(L0cToUb(m, n, m * n * 4, cnz))
+    out.append(L0cToUb(m, n, m * n * FP32_BYTES, cnz))
     if not core.pre1174:
         fetch_sync(out, "V_M")
     out.append(PB_ALL)
@@ -153,7 +155,7 @@ def drain(core, out: list, m: int, n: int, dst: int, cnz: int) -> None:
     """``CopyL0CToUb`` of an ``m x n`` fp32 result into ``cnz``, then m NZ -> ND row copies (n/16
     bursts of 64 B each) into ``dst``, then PIPE_ALL."""
     drain_read(core, out, m, n, cnz)
-    out.extend(UbCopy(n * 4, n // FRACTAL, dst + 4 * r * n, cnz + 64 * r) for r in range(m))
+    out.extend(UbCopy(n * FP32_BYTES, n // FRACTAL, dst + FP32_BYTES * r * n, cnz + 64 * r) for r in range(m))
     out.append(PB_ALL)
 
 

@@ -17,6 +17,7 @@ from cgdr_des.kernel.cube.phases import scale_k_beta_rows
 from cgdr_des.kernel.cube.vtile import write_state
 from cgdr_des.kernel.emit import ALU, PB_V, UB_LOAD, UB_STORE, V_S, gm_load, loop, scalar, scalar_exp_call, vec
 from cgdr_des.kernel.tiling import CHUNK_SIZE as CS
+from cgdr_des.kernel.tiling import FP32_BYTES
 
 REDUCE_WIDTH = 64
 
@@ -37,11 +38,11 @@ def attn_matrix_vector(core, ch, out: list) -> None:
     each ending in V -> S."""
     a_k, ub = core.tiling.align_k, core.ub
     for i in range(ch.L):
-        kb = ub["kCumdecay"] + 4 * i * a_k
-        q = ub["attnOut"] + 4 * i * a_k
+        kb = ub["kCumdecay"] + FP32_BYTES * i * a_k
+        q = ub["attnOut"] + FP32_BYTES * i * a_k
         if i:
-            loop(core, out, i, lambda j, kb=kb: _dot_store(core, kb, ub["chunkK"] + 4 * j * a_k))
-        loop(core, out, i + 1, lambda j, q=q: _dot_store(core, q, ub["chunkK"] + 4 * j * a_k))
+            loop(core, out, i, lambda j, kb=kb: _dot_store(core, kb, ub["chunkK"] + FP32_BYTES * j * a_k))
+        loop(core, out, i + 1, lambda j, q=q: _dot_store(core, q, ub["chunkK"] + FP32_BYTES * j * a_k))
 
 
 def inverse_recursion(core, ch, out: list) -> None:
@@ -51,8 +52,9 @@ def inverse_recursion(core, ch, out: list) -> None:
     out.extend(V_S)
     for i in range(1, ch.L):
         out += [scalar("ub_load", i), scalar("ub_store", i)]
-        row = s0 + 4 * i * CS
-        loop(core, out, i - 1, lambda k, row=row: [UB_LOAD, vec("Axpy", k + 1, row, s0 + 4 * (k + 1) * CS), PB_V])
+        row = s0 + FP32_BYTES * i * CS
+        loop(core, out, i - 1, lambda k, row=row: [UB_LOAD, vec("Axpy", k + 1, row,
+                                                                s0 + FP32_BYTES * (k + 1) * CS), PB_V])
     out.extend(V_S)
 
 
@@ -61,9 +63,10 @@ def k_cumdecay_vector(core, ch, out: list) -> None:
     dk, a_k, ub = core.shape.dk, core.tiling.align_k, core.ub
     scale_k_beta_rows(core, ch, out)
     for i in range(ch.L):
-        row = ub["chunkK"] + 4 * i * a_k
+        row = ub["chunkK"] + FP32_BYTES * i * a_k
         out += [vec("Duplicate", dk, row), PB_V]
-        loop(core, out, i + 1, lambda k, row=row: [UB_LOAD, vec("Axpy", dk, row, ub["kCumdecay"] + 4 * k * a_k), PB_V])
+        loop(core, out, i + 1, lambda k, row=row: [UB_LOAD, vec("Axpy", dk, row,
+                                                                ub["kCumdecay"] + FP32_BYTES * k * a_k), PB_V])
 
 
 def value_new_vector(core, ch, v_i: int, cv: int, out: list) -> None:
@@ -71,8 +74,9 @@ def value_new_vector(core, ch, v_i: int, cv: int, out: list) -> None:
     V, ub = core.tiling.v_step_aligned, core.ub
     out += [vec("Duplicate", ch.L * V, ub["attnOut"]), PB_V]
     for i in range(ch.L):
-        row = ub["attnOut"] + 4 * i * V
-        loop(core, out, i + 1, lambda k, row=row: [UB_LOAD, vec("Axpy", V, row, ub["chunkV"] + 4 * k * V), PB_V])
+        row = ub["attnOut"] + FP32_BYTES * i * V
+        loop(core, out, i + 1, lambda k, row=row: [UB_LOAD, vec("Axpy", V, row, ub["chunkV"] + FP32_BYTES * k * V),
+                                                   PB_V])
 
 
 def v_new_vector(core, ch, v_i: int, cv: int, out: list) -> None:
@@ -80,10 +84,11 @@ def v_new_vector(core, ch, v_i: int, cv: int, out: list) -> None:
     V, dk, ub = core.tiling.v_step_aligned, core.shape.dk, core.ub
 
     def one_row(i: int) -> list:
-        row = ub["chunkV"] + 4 * i * V
+        row = ub["chunkV"] + FP32_BYTES * i * V
         recs = [vec("Duplicate", V, row), PB_V]
-        loop(core, recs, dk, lambda d: [UB_LOAD, vec("Axpy", V, row, ub["stateIn"] + 4 * d * V), PB_V])
-        return recs + [vec("Muls", V, row, row), PB_V, vec("Add", V, row, row, ub["attnOut"] + 4 * i * V), PB_V]
+        loop(core, recs, dk, lambda d: [UB_LOAD, vec("Axpy", V, row, ub["stateIn"] + FP32_BYTES * d * V), PB_V])
+        return recs + [vec("Muls", V, row, row), PB_V, vec("Add", V, row, row, ub["attnOut"] + FP32_BYTES * i * V),
+                       PB_V]
 
     loop(core, out, ch.L, one_row)
 
@@ -95,9 +100,9 @@ def attn_inter_vector(core, ch, v_i: int, cv: int, out: list) -> None:
                         ub["kCumdecay"], ub["chunkK"])
 
     def one_row(i: int) -> list:
-        row = ub["attnOut"] + 4 * i * V
+        row = ub["attnOut"] + FP32_BYTES * i * V
         recs = [vec("Duplicate", V, row), PB_V, UB_LOAD]
-        loop(core, recs, sh.dk, lambda d: [UB_LOAD, ALU, vec("Axpy", V, row, ub["stateIn"] + 4 * d * V), PB_V])
+        loop(core, recs, sh.dk, lambda d: [UB_LOAD, ALU, vec("Axpy", V, row, ub["stateIn"] + FP32_BYTES * d * V), PB_V])
         return recs
 
     loop(core, out, ch.L, one_row)
@@ -107,8 +112,9 @@ def accum_output_vector(core, ch, v_i: int, cv: int, out: list) -> None:
     """AccumOutput: out = O1 + M·v_new, T(L) Axpy."""
     V, ub = core.tiling.v_step_aligned, core.ub
     for i in range(ch.L):
-        row = ub["attnOut"] + 4 * i * V
-        loop(core, out, i + 1, lambda j, row=row: [UB_LOAD, vec("Axpy", V, row, ub["chunkV"] + 4 * j * V), PB_V])
+        row = ub["attnOut"] + FP32_BYTES * i * V
+        loop(core, out, i + 1, lambda j, row=row: [UB_LOAD, vec("Axpy", V, row, ub["chunkV"] + FP32_BYTES * j * V),
+                                                   PB_V])
 
 
 def _exp_args(core, ch) -> np.ndarray:
@@ -126,7 +132,7 @@ def state_update_vector(core, ch, v_i: int, cv: int, out: list) -> None:
     sh, V, ub = core.shape, core.tiling.v_step_aligned, core.ub
     s0 = ub["stateIn"]
     out.append(UB_LOAD)
-    out += [x for d in range(sh.dk) for x in (vec("Muls", V, s0 + 4 * d * V, s0 + 4 * d * V), PB_V)]
+    out += [x for d in range(sh.dk) for x in (vec("Muls", V, s0 + FP32_BYTES * d * V, s0 + FP32_BYTES * d * V), PB_V)]
     exps = [scalar_exp_call(float(a)) for a in _exp_args(core, ch)]
 
     def k_row(i: int) -> range:
@@ -136,7 +142,8 @@ def state_update_vector(core, ch, v_i: int, cv: int, out: list) -> None:
     def one_token(i: int) -> list:
         recs = [scalar("ub_load", 2), exps[i]]
         for d, a in enumerate(k_row(i)):
-            recs += [gm_load(a, 2), ALU, vec("Axpy", V, s0 + 4 * d * V, ub["chunkV"] + 4 * i * V), PB_V]
+            recs += [gm_load(a, 2), ALU, vec("Axpy", V, s0 + FP32_BYTES * d * V,
+                                             ub["chunkV"] + FP32_BYTES * i * V), PB_V]
         return recs
 
     loop(core, out, ch.L, one_token, gm=lambda i: tuple((a, 2, False) for a in k_row(i)),

@@ -11,7 +11,7 @@ import numpy as np
 from cgdr_des.errors import InputError
 from cgdr_des.kernel.cube.tiling import compute_cube_tiling
 from cgdr_des.kernel.gm import build_gm_map
-from cgdr_des.kernel.launch import NUMERICS, Launch, Shape
+from cgdr_des.kernel.launch import NUMERICS, Launch, Shape, op_shape
 
 
 def make_cube_launch(shape: Shape, lengths, g, tensors: dict | None, *, numerics: str = "kernel",
@@ -35,9 +35,6 @@ def make_cube_launch(shape: Shape, lengths, g, tensors: dict | None, *, numerics
 def build_cube_launch(query, key, value, beta, initial_state, actual_seq_lengths, g=None, scale_value=1.0, *,
                       numerics="kernel", ub_size=262144, aiv_num=8, kernel_version="cube") -> Launch:
     """The op's tensors as the host reads them (the Cube-era twin of functional.build_launch)."""
-    t, nk, dk = query.shape
-    _, nv, dv = value.shape
-    shape = Shape(initial_state.shape[0], t, nk, nv, dk, dv, float(scale_value), g is not None)
-    tensors = dict(query=query, key=key, value=value, beta=beta, initial_state=initial_state)
+    shape, tensors = op_shape(query, key, value, beta, initial_state, g, scale_value)
     return make_cube_launch(shape, actual_seq_lengths, g, tensors, numerics=numerics, ub_size=ub_size,
                             aiv_num=aiv_num, kernel_version=kernel_version)

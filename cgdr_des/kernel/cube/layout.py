@@ -9,8 +9,9 @@ beta cs. L1 / L0 are not TPipe buffers: each Cube function allocates them from o
 
 from __future__ import annotations
 
+from cgdr_des.integers import ceil_align
 from cgdr_des.isa import InitBuffer
-from cgdr_des.kernel.tiling import CHUNK_SIZE, FP32_BYTES, ceil_align
+from cgdr_des.kernel.tiling import CHUNK_SIZE, FP32_BYTES
 
 OUT_QUEUE = "stateOutQueue_"
 TMP_BUFF = "tmpBuff"

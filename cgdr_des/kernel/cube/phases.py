@@ -12,10 +12,12 @@ A_lo @32 KiB.
 
 from __future__ import annotations
 
+from cgdr_des.integers import ceil_align, ceil_div
 from cgdr_des.isa import AllocTensor, DataCopyParams, FreeTensor
 from cgdr_des.kernel.cube import blocks as bk
 from cgdr_des.kernel.emit import PB_ALL, PB_V, S_V, UB_LOAD, V_S, dma_in, fetch_sync, gm_load, scalar, vec
 from cgdr_des.kernel.tiling import CHUNK_SIZE as CS
+from cgdr_des.kernel.tiling import FP32_BYTES
 
 KIB = 1024
 OUT_QUEUE = bk.OUT_QUEUE
@@ -50,7 +52,8 @@ def load_chunk_coefficients(core, ch, out: list) -> None:
     step = 1
     while step < L:
         out += [vec("Muls", CS, ub["delta"], ub["gCumsum"]), PB_V,
-                vec("Add", CS - step, ub["gCumsum"] + 4 * step, ub["delta"], ub["delta"] + 4 * step), PB_V]
+                vec("Add", CS - step, ub["gCumsum"] + FP32_BYTES * step, ub["delta"],
+                    ub["delta"] + FP32_BYTES * step), PB_V]
         step *= 2
 
 
@@ -75,7 +78,7 @@ def compute_k_beta(core, ch, out: list) -> None:
     out += [*S_V, vec("Brcb", 8 * L, ub["delta"], ub["beta"]), PB_V,
             vec("Duplicate", L * a_k, ub["kCumdecay"]), PB_V]
     out += [vec("Mul", L * 64, ub["kCumdecay"] + 256 * j, ub["chunkK"] + 256 * j, ub["delta"])
-            for j in range(-(-core.shape.dk // 64))]
+            for j in range(ceil_div(core.shape.dk, 64))]
     out += [PB_V, *V_S]
 
 
@@ -86,7 +89,7 @@ def prepare_decay_and_exp(core, ch, out: list) -> None:
     g, e, d = ub["gCumsum"], ub["expGCum"], ub["decayMask"]
     out += [vec("Muls", CS, g, g), PB_V, vec("Exp", CS, e, g), PB_V, vec("Muls", L * CS, d, g), PB_V,
             vec("Brcb", 8 * CS, ub["delta"], g), PB_V, vec("Add", L * CS, d, d, ub["delta"]), PB_V]
-    out += [vec("Duplicate", L - 1 - i, d + 4 * (i * CS + i + 1)) for i in range(L - 1)]
+    out += [vec("Duplicate", L - 1 - i, d + FP32_BYTES * (i * CS + i + 1)) for i in range(L - 1)]
     out += [PB_V, vec("Exp", L * CS, d, d), PB_V, *V_S]
 
 
@@ -99,7 +102,7 @@ def prepare_attn_query_cache(core, ch, out: list) -> None:
     out += [vec("Muls", n, ub["attnOut"], ub["attnOut"]), PB_V]
 
 
-def _transpose_k(core, out: list, src: int) -> None:
+def transpose_k(core, out: list, src: int) -> None:
     """Cast to fp16 in the queue buffer, then 4 TransDataTo5HD (D/16 repeats of 16x16 blocks)."""
     D, q0 = core.tiling.bucket, core.out_queue
     out += [vec("Cast", CS * D, q0, src, dst_bytes=2), PB_V]
@@ -113,7 +116,7 @@ def attn_products_cube(core, ch, out: list) -> None:
     and their upper triangles cleared."""
     D, ub, s0, s1 = core.tiling.bucket, core.ub, core.slot(0), core.slot(1)
     out.append(AllocTensor(OUT_QUEUE))
-    _transpose_k(core, out, ub["chunkK"])
+    transpose_k(core, out, ub["chunkK"])
     fetch_sync(out, "V_MTE3")
     out += [bk.stage_dma(D * CS, s0 + 16 * KIB, ub["chunkV"]), FreeTensor(OUT_QUEUE)]
     bk.shwr(core, out, CS * D, ub["kCumdecay"], s0, s0 + 32 * KIB)
@@ -128,8 +131,8 @@ def attn_products_cube(core, ch, out: list) -> None:
     sc, dm = ub["scores"], ub["decayMask"]
     out += [vec("Mul", CS * CS, sc, sc, dm), PB_V, vec("Muls", CS * CS, sc, sc),
             vec("Mul", CS * CS, dm, ub["attnOut"], dm), PB_V]
-    out += [vec("Duplicate", CS - i, sc + 4 * (i * CS + i)) for i in range(CS)]
-    out += [vec("Duplicate", CS - 1 - i, dm + 4 * (i * CS + i + 1)) for i in range(CS - 1)]
+    out += [vec("Duplicate", CS - i, sc + FP32_BYTES * (i * CS + i)) for i in range(CS)]
+    out += [vec("Duplicate", CS - 1 - i, dm + FP32_BYTES * (i * CS + i + 1)) for i in range(CS - 1)]
     out.extend(V_S)
 
 
@@ -139,17 +142,17 @@ def _diagonal_block(core, out: list, buf: int) -> None:
     out += [vec("Duplicate", 256, inv), *V_S, scalar("ub_store", 32), *S_V]
     for k in range(15):
         n = 15 - k
-        out += [vec("Gather", n, core.ub["delta"], buf + 4 * (k * CS + k)), PB_V,
-                vec("Brcb", 8 * (-(-n // 8)), core.ub["dotProduct"], core.ub["delta"]), PB_V,
+        out += [vec("Gather", n, core.ub["delta"], buf + FP32_BYTES * (k * CS + k)), PB_V,
+                vec("Brcb", ceil_align(n, 8), core.ub["dotProduct"], core.ub["delta"]), PB_V,
                 vec("MulAddDst", 16 * n, inv + 64 * (k + 1), core.ub["dotProduct"], inv + 64 * k), PB_V]
-    out += [vec("Muls", 16, buf + 4 * r * CS, inv + 64 * r) for r in range(16)]
+    out += [vec("Muls", 16, buf + FP32_BYTES * r * CS, inv + 64 * r) for r in range(16)]
     out.append(PB_V)
 
 
 def _block_copy(core, out: list, rows: int, per_row: int, buf: int) -> None:
     """The V copies between the scores buffer and the MBFC operands (``rows * per_row`` Muls)."""
     src = core.ub["chunkV"] + 1024
-    out += [vec("Muls", rows, src + 4 * j * rows, buf + 4 * j * CS) for j in range(rows * per_row)]
+    out += [vec("Muls", rows, src + FP32_BYTES * j * rows, buf + FP32_BYTES * j * CS) for j in range(rows * per_row)]
     out.append(PB_V)
 
 
@@ -157,12 +160,12 @@ def _blocked(core, out: list, size: int, buf: int) -> None:
     """ComputeRecursiveAttnBlocked<size>: the two diagonal halves, then U10 = U11·(B10·U00) by two
     compensated products, each operand copied out and the result copied back."""
     h = size // 2
-    for half in (buf, buf + 4 * (h * CS + h)):
+    for half in (buf, buf + FP32_BYTES * (h * CS + h)):
         if h == 16:
             _diagonal_block(core, out, half)
         else:
             _blocked(core, out, h, half)
-    a, b, prod = (core.ub["chunkV"] + j * 4 * h * h for j in (0, 1, 4))
+    a, b, prod = (core.ub["chunkV"] + j * FP32_BYTES * h * h for j in (0, 1, 4))
     _block_copy(core, out, h, 2, buf)
     bk.mbfc(core, out, h, a, b, prod)
     _block_copy(core, out, h, 1, buf)
@@ -184,14 +187,14 @@ def scale_k_beta_rows(core, ch, out: list) -> None:
     """kβ_i ×= e^{G_i}: one scalar read and one Muls per row, no barrier between them; then V -> S."""
     dk, a_k, kb = core.shape.dk, core.tiling.align_k, core.ub["kCumdecay"]
     for i in range(ch.L):
-        out += [UB_LOAD, vec("Muls", dk, kb + 4 * i * a_k, kb + 4 * i * a_k)]
+        out += [UB_LOAD, vec("Muls", dk, kb + FP32_BYTES * i * a_k, kb + FP32_BYTES * i * a_k)]
     out.extend(V_S)
 
 
-def _copy_lower(core, out: list, dst: int, src: int) -> None:
+def copy_lower(core, out: list, dst: int, src: int) -> None:
     """Copy a 64x64 matrix and clear its strict upper triangle (Muls, then 63 Dup)."""
     out += [vec("Muls", CS * CS, dst, src), PB_V]
-    out += [vec("Duplicate", CS - 1 - i, dst + 4 * (i * CS + i + 1)) for i in range(CS - 1)]
+    out += [vec("Duplicate", CS - 1 - i, dst + FP32_BYTES * (i * CS + i + 1)) for i in range(CS - 1)]
     out.append(PB_V)
 
 
@@ -201,7 +204,7 @@ def k_cumdecay_cube(core, ch, out: list) -> None:
     D, ub, s0 = core.tiling.bucket, core.ub, core.slot(0)
     scale_k_beta_rows(core, ch, out)
     out.extend(S_V)
-    _copy_lower(core, out, ub["attnOut"], ub["scores"])
+    copy_lower(core, out, ub["attnOut"], ub["scores"])
     bk.shwr(core, out, CS * CS, ub["attnOut"], s0, s0 + 24 * KIB)
     bk.sh(core, out, CS * D, ub["kCumdecay"], s0 + 8 * KIB)
     out.append(PB_ALL)

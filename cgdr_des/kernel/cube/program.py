@@ -18,6 +18,7 @@ from itertools import chain
 import numpy as np
 
 from cgdr_des.errors import InputError
+from cgdr_des.integers import ceil_div
 from cgdr_des.isa import Tag
 from cgdr_des.kernel.cube import fallback as fb
 from cgdr_des.kernel.cube import phases as ph
@@ -28,7 +29,7 @@ from cgdr_des.kernel.dispatch import BlockScan, compute_avgload, work_items
 from cgdr_des.kernel.emit import ALU, gm_load, scalar
 from cgdr_des.kernel.policies import COST_POLICIES, POLICIES, owners
 from cgdr_des.kernel.program import ChunkInfo, Phase, PhaseInfo, ReuseStage
-from cgdr_des.kernel.tiling import CHUNK_SIZE, div_ceil
+from cgdr_des.kernel.tiling import CHUNK_SIZE
 
 
 def _c(fn):
@@ -99,7 +100,7 @@ def process_item(core: CubeCore, b: int, h: int, seq0: int, seq1: int, tile: int
     """ProcessHead / ProcessHeadVTile: every chunk of the sequence, phases 1-7 then the tile steps."""
     sh, t = core.shape, core.tiling
     qk_head = h // sh.nv_per_nk
-    num_c = div_ceil(seq1 - seq0, CHUNK_SIZE)
+    num_c = ceil_div(seq1 - seq0, CHUNK_SIZE)
     for c in range(num_c):
         t0 = seq0 + c * CHUNK_SIZE
         L = min(CHUNK_SIZE, seq1 - t0)

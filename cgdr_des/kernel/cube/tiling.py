@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cgdr_des.errors import InputError
+from cgdr_des.integers import ceil_align, ceil_div
 from cgdr_des.kernel.tiling import (
     CHUNK_SIZE,
     FP16_BYTES,
@@ -28,8 +29,6 @@ from cgdr_des.kernel.tiling import (
     FP32_NUM_PER_BLOCK,
     INT32_MAX,
     WORKSPACE_FLOOR_BYTES,
-    ceil_align,
-    div_ceil,
 )
 
 #: (largest dk, bucket width D, tilingKey) of the compiled instances, smallest first
@@ -153,7 +152,7 @@ class CubeTiling:
 
     @property
     def num_chunks(self) -> int:
-        return div_ceil(self.t, self.chunk_size)
+        return ceil_div(self.t, self.chunk_size)
 
     def slot_offset(self, block_idx: int, slot: int) -> int:
         """Workspace offset of one core's stage slot."""
@@ -177,7 +176,7 @@ def compute_cube_tiling(*, t: int, hqk: int, dk: int, hv: int, dv: int, batch: i
     if v_step is None:
         raise InputError("ub_size", ub_size, f"no vStep fits the Cube-era layout for dk={dk}, dv={dv}: "
                                              f"even vStep=16 needs {ub_need_bytes(16, a_k)} bytes")
-    tiles = div_ceil(dv, v_step)
+    tiles = ceil_div(dv, v_step)
     items = batch * hv * tiles
     block_dim = max(1, min(items, aiv_num))
     state = state_region_bytes(batch, hv, dk, dv)

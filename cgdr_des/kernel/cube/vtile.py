@@ -7,9 +7,10 @@ Cube products (ValueAndVNew, Output, StateUpdate) only on the fast path.
 
 from __future__ import annotations
 
+from cgdr_des.integers import ceil_align, ceil_div
 from cgdr_des.isa import AllocTensor, DataCopyParams, DeQue, EnQue, FreeTensor
 from cgdr_des.kernel.cube import blocks as bk
-from cgdr_des.kernel.cube.phases import KIB, _copy_lower, _transpose_k
+from cgdr_des.kernel.cube.phases import KIB, copy_lower, transpose_k
 from cgdr_des.kernel.emit import (
     PB_ALL,
     PB_V,
@@ -26,7 +27,7 @@ from cgdr_des.kernel.emit import (
     vec,
 )
 from cgdr_des.kernel.tiling import CHUNK_SIZE as CS
-from cgdr_des.kernel.tiling import ceil_align
+from cgdr_des.kernel.tiling import FP32_BYTES
 
 OUT_QUEUE = bk.OUT_QUEUE
 
@@ -51,7 +52,7 @@ def load_v_beta(core, ch, v_i: int, cv: int, out: list) -> None:
     out += [vec("Cast", L * vs, ub["chunkV"], ub["attnOut"], src_bytes=2), PB_V,
             vec("Brcb", 8 * L, ub["delta"], ub["beta"]), PB_V]
     out += [vec("Mul", L * 64, ub["chunkV"] + 256 * j, ub["chunkV"] + 256 * j, ub["delta"])
-            for j in range(-(-vs // 64))]
+            for j in range(ceil_div(vs, 64))]
     out += [PB_V, *V_S]
 
 
@@ -67,8 +68,9 @@ def load_state_tile(core, ch, v_i: int, cv: int, out: list) -> None:
         out.append(PB_ALL)
         fetch_sync(out, "V_MTE2")
         ws = core.gm.addr("workspace", ((ch.b * sh.nv + ch.head) * sh.dk) * sh.ws_stride_v + v_i)
-        params = DataCopyParams(sh.dk, cv8 * 4 // 32, (sh.ws_stride_v - cv8) * 4 // 32, (va - cv8) * 4 // 32)
-        out += [dma_in(sh.dk * cv8 * 4, params, ws, s0), PB_ALL]
+        params = DataCopyParams(sh.dk, cv8 * FP32_BYTES // 32, (sh.ws_stride_v - cv8) * FP32_BYTES // 32,
+                                (va - cv8) * FP32_BYTES // 32)
+        out += [dma_in(sh.dk * cv8 * FP32_BYTES, params, ws, s0), PB_ALL]
         fetch_sync(out, "MTE2_V")
         return
     base = core.gm.addr("initial_state", ((ch.b * sh.nv + ch.head) * sh.dv + v_i) * sh.dk)
@@ -87,7 +89,7 @@ def value_and_v_new_cube(core, ch, v_i: int, cv: int, out: list) -> None:
     """ComputeValueAndVNewCube<D,D> (.h:1617-1744): v_new = T·vβ - K_cd·S_prev in one L0C (T and
     -K_cd hi/lo; vβ and S_prev fp16), with LoadStateTile between the two products."""
     D, ub, s0 = core.tiling.bucket, core.ub, core.slot(0)
-    _copy_lower(core, out, ub["kCumdecay"], ub["scores"])
+    copy_lower(core, out, ub["kCumdecay"], ub["scores"])
     bk.shwr(core, out, CS * CS, ub["kCumdecay"], s0, s0 + 48 * KIB)
     bk.sh(core, out, CS * D, ub["chunkV"], s0 + 16 * KIB)
     out.append(PB_ALL)
@@ -108,12 +110,12 @@ def output_cube(core, ch, v_i: int, cv: int, out: list) -> None:
     bk.load_padded_rows(core, out, CS, core.row_addr("query", ch.t_start, ch.qk_head), sh.nk * sh.dk,
                         ub["kCumdecay"], ub["chunkK"])
     for r in range(CS):
-        out += [UB_LOAD, vec("Muls", D, ub["kCumdecay"] + 4 * r * D, ub["kCumdecay"] + 4 * r * D)]
+        out += [UB_LOAD, vec("Muls", D, ub["kCumdecay"] + FP32_BYTES * r * D, ub["kCumdecay"] + FP32_BYTES * r * D)]
     out.append(PB_V)
     bk.shwr(core, out, CS * D, ub["kCumdecay"], s0, s0 + 48 * KIB)
     out.append(PB_ALL)
     bk.pair(out, CS, D, D, s0, s0 + 48 * KIB, s0 + 16 * KIB)
-    _copy_lower(core, out, ub["kCumdecay"], ub["decayMask"])
+    copy_lower(core, out, ub["kCumdecay"], ub["decayMask"])
     bk.shwr(core, out, CS * CS, ub["kCumdecay"], s0, s0 + 48 * KIB)
     bk.sh(core, out, CS * D, ub["chunkV"], s0 + 16 * KIB)
     out.append(PB_ALL)
@@ -153,7 +155,7 @@ def state_update_cube(core, ch, v_i: int, cv: int, out: list) -> None:
                         ub["attnOut"], ub["chunkK"])
     out.extend(V_S)
     for r in range(CS):
-        out += [UB_LOAD, vec("Muls", D, ub["attnOut"] + 4 * r * D, ub["attnOut"] + 4 * r * D)]
+        out += [UB_LOAD, vec("Muls", D, ub["attnOut"] + FP32_BYTES * r * D, ub["attnOut"] + FP32_BYTES * r * D)]
     out.append(PB_V)
     _stage_transposed(core, out, s0)
     bk.sh(core, out, CS * D, ub["chunkV"], s0 + 16 * KIB)
@@ -173,14 +175,14 @@ def _stage_transposed(core, out: list, s0: int) -> None:
     """The A operand (K·e^{G_L - G})ᵀ [D x 64]: hi cast and transposed, staged; lo likewise."""
     ub = core.ub
     out.append(AllocTensor(OUT_QUEUE))
-    _transpose_k(core, out, ub["attnOut"])
+    transpose_k(core, out, ub["attnOut"])
     fetch_sync(out, "V_MTE3")
     out.append(bk.stage_dma(CS * core.tiling.bucket, s0, ub["chunkV"]))
     fetch_sync(out, "MTE3_V")
     n = CS * core.tiling.bucket
     out += [vec("Cast", n, ub["residual"], core.out_queue, src_bytes=2), PB_V,
             vec("Sub", n, ub["residual"], ub["attnOut"], ub["residual"]), PB_V]
-    _transpose_k(core, out, ub["residual"])
+    transpose_k(core, out, ub["residual"])
     fetch_sync(out, "V_MTE3")
     out += [bk.stage_dma(n, s0 + 32 * KIB, ub["chunkV"]), FreeTensor(OUT_QUEUE)]
 
@@ -190,7 +192,8 @@ def _accumulate_state(core, out: list, tile_m: int, D: int) -> None:
     barrier between them); D <= 96 one strided Add per 16-column block, then PB."""
     s0, cnz = core.ub["stateIn"], core.ub["chunkK"]
     if D == 128:
-        out.extend(vec("Add", 16, s0 + 4 * j * 16, s0 + 4 * j * 16, cnz + 64 * j) for j in range(tile_m * D // 16))
+        out.extend(vec("Add", 16, s0 + FP32_BYTES * j * 16, s0 + FP32_BYTES * j * 16,
+                       cnz + 64 * j) for j in range(tile_m * D // 16))
     else:
         out.extend(vec("Add", 16 * D, s0 + 64 * j, s0 + 64 * j, cnz + 64 * j * D) for j in range(D // 16))
         out.append(PB_V)
@@ -208,8 +211,9 @@ def write_state(core, ch, v_i: int, cv: int, out: list) -> None:
         out.append(PB_ALL)
         fetch_sync(out, "V_MTE3")
         ws = core.gm.addr("workspace", ((ch.b * sh.nv + ch.head) * sh.dk) * sh.ws_stride_v + v_i)
-        params = DataCopyParams(sh.dk, cv8 * 4 // 32, (va - cv8) * 4 // 32, (sh.ws_stride_v - cv8) * 4 // 32)
-        out += [dma_out(sh.dk * cv8 * 4, params, ws, s0), PB_ALL]
+        params = DataCopyParams(sh.dk, cv8 * FP32_BYTES // 32, (va - cv8) * FP32_BYTES // 32,
+                                (sh.ws_stride_v - cv8) * FP32_BYTES // 32)
+        out += [dma_out(sh.dk * cv8 * FP32_BYTES, params, ws, s0), PB_ALL]
         fetch_sync(out, "MTE3_MTE2")
         return
     q0 = core.out_queue
