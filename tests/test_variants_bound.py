@@ -1,18 +1,15 @@
 """prefetch's measured gain on every shipped shape never exceeds the baseline's overlap bound
 (cgdr_des/results/attribution.py), with the host's accounting and at the kept tiling where it fits."""
 
-from pathlib import Path
 
 import pytest
+from conftest import SCENARIOS
 
 import cgdr_des
 from cgdr_des.errors import InputError, KernelDiagnostic
 from cgdr_des.kernel.variants import variant_fields
 from cgdr_des.results.attribution import attribute_result
 from cgdr_des.scenario import Scenario
-
-SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
-
 
 
 def shipped(name: str) -> Scenario:
