@@ -58,17 +58,32 @@ def tiny_result():
     return simulate(Scenario.from_dict(TINY_DICT))
 
 
+def shortened(sc, max_len: int = 72, max_batch: int = 2):
+    """``sc`` with at most ``max_batch`` sequences of at most ``max_len`` tokens (same profile, shape,
+    kernel, fidelity): every phase signature of the full run (c == 0 and c > 0, first and last
+    chunks, the next item's prefetch) in a run of a second or less."""
+    from cgdr_des.scenario import Scenario
+
+    data = sc.model_dump(mode="json", exclude_none=True)
+    lengths = [min(int(n), max_len) for n in sc.lengths()[:max_batch]]
+    data["workload"] = {k: v for k, v in data["workload"].items()
+                        if k not in ("lengths", "distribution", "lengths_csv", "batch")} | {"lengths": lengths}
+    return Scenario.from_dict(data)
+
+
 @pytest.fixture(scope="session")
 def shipped_result():
-    """``shipped_result(name)``: the simulation of ``scenarios/<name>.toml`` as shipped, computed once per
-    session and shared by the tests that read it (golden times, attribution, outputs; read-only)."""
+    """``shipped_result(name, short=False)``: the simulation of ``scenarios/<name>.toml`` as shipped (or
+    :func:`shortened`), computed once per session and shared by the tests that read it (golden times,
+    attribution, outputs, variant bounds; read-only)."""
     import cgdr_des
 
     done: dict = {}
 
-    def get(name: str):
-        if name not in done:
-            done[name] = cgdr_des.simulate(cgdr_des.load_scenario(SCENARIOS / f"{name}.toml"))
-        return done[name]
+    def get(name: str, *, short: bool = False):
+        if (name, short) not in done:
+            sc = cgdr_des.load_scenario(SCENARIOS / f"{name}.toml")
+            done[name, short] = cgdr_des.simulate(shortened(sc) if short else sc)
+        return done[name, short]
 
     return get

@@ -5,8 +5,7 @@ the same definition, the parts summing to the makespan on every shipped scenario
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import SCENARIOS
-from test_variants_bound import SHORT, shortened
+from test_variants_bound import SHORT
 
 import cgdr_des
 from cgdr_des.results.attribution import PARTS, AttributionUnavailable, attribute, attribute_result
@@ -67,11 +66,8 @@ def test_attribution_equals_a_per_cycle_painting(fidelity, kernel):
 @pytest.mark.parametrize("name", ["small", "representative", "low_head_dv256", *SHORT])
 def test_parts_add_up_to_the_makespan_on_every_shipped_scenario(name, shipped_result):
     """Whole runs for the three quick scenarios (small at its own instr fidelity), shortened runs
-    (test_variants_bound.shortened: same profile, shape, kernel and fidelity) for the others."""
-    if name in SHORT:
-        res = cgdr_des.simulate(shortened(cgdr_des.load_scenario(SCENARIOS / f"{name}.toml")))
-    else:
-        res = shipped_result(name)
+    (conftest.shortened: same profile, shape, kernel and fidelity) for the others."""
+    res = shipped_result(name, short=name in SHORT)
     a = attribute_result(res)
     assert sum(getattr(a, p) for p in PARTS) == a.makespan == int(res.summary["makespan_cycles"].iloc[0])
     assert min(getattr(a, p) for p in PARTS) >= 0

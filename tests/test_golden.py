@@ -9,10 +9,6 @@ hardware, only about the model: a change that moves them on purpose must say why
 from __future__ import annotations
 
 import pytest
-from conftest import SCENARIOS
-from test_variants_bound import shortened
-
-import cgdr_des
 
 GOLDEN = {
     "small": (1042722, [1042521, 1042599, 1042654, 1042685, 1042685, 1042722, 1042687, 1042692]),
@@ -31,7 +27,7 @@ GOLDEN = {
 }
 
 
-#: qwen3_next_gqa_a2 shortened to two 72-token sequences (test_variants_bound.shortened: every phase
+#: qwen3_next_gqa_a2 shortened to two 72-token sequences (conftest.shortened: every phase
 #: signature of the full run, on the same 48 cores, split V-tiles and per-core caches) in ~2 s instead
 #: of ~25 s, so the quick loop (-m "not slow") holds a split-tile launch to the cycle too. Recorded
 #: from the code at 432c156, with the full run's pin above unchanged.
@@ -55,5 +51,5 @@ def test_shipped_scenario_times_to_the_cycle(name, shipped_result):
 
 
 @pytest.mark.parametrize("name", sorted(SHORT_GOLDEN))
-def test_shortened_shipped_scenario_times_to_the_cycle(name):
-    assert_golden(cgdr_des.simulate(shortened(cgdr_des.load_scenario(SCENARIOS / f"{name}.toml"))), SHORT_GOLDEN[name])
+def test_shortened_shipped_scenario_times_to_the_cycle(name, shipped_result):
+    assert_golden(shipped_result(name, short=True), SHORT_GOLDEN[name])
