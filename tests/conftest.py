@@ -7,11 +7,28 @@ Test modules import the constants (``from conftest import TINY, SCENARIOS``; pyt
 
 from __future__ import annotations
 
+import os
 import sys
 import tomllib
 from pathlib import Path
 
-import pytest
+# One BLAS thread in this process, unless the caller chose: the kernel's numbers are small matrix
+# products, where OpenBLAS's second thread only spins, and on a busy 2-core machine it made numeric
+# tests up to 10x slower (the goldens hold at either setting). OpenBLAS reads the variable once, when
+# numpy loads it, so it is unset again afterwards: subprocesses and sweep workers see the caller's
+# environment (the sweep pool's own one-thread setting stays tested).
+_BLAS_VARS = [v for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS") if v not in os.environ]
+if "numpy" in sys.modules:
+    import warnings
+
+    warnings.warn("numpy was imported before tests/conftest.py: BLAS threads not limited", stacklevel=1)
+os.environ.update(dict.fromkeys(_BLAS_VARS, "1"))
+import numpy  # noqa: E402, F401  (loads OpenBLAS with the variables above)
+
+for _var in _BLAS_VARS:
+    del os.environ[_var]
+
+import pytest  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "cgdr_des"
