@@ -58,14 +58,6 @@ TINY = TINY_OUTPUTS + 'trace = false\n[output]\nplots = false\n'
 TINY_DICT, TINY_OUTPUTS_DICT = tomllib.loads(TINY), tomllib.loads(TINY_OUTPUTS)
 
 
-@pytest.fixture
-def tiny_file(tmp_path) -> Path:
-    """:data:`TINY` written to ``tmp_path/tiny.toml``."""
-    path = tmp_path / "tiny.toml"
-    path.write_text(TINY, encoding="utf-8")
-    return path
-
-
 @pytest.fixture(scope="session")
 def tiny_result():
     """The simulation of :data:`TINY` (one per session: treat it as read-only)."""
