@@ -1,6 +1,84 @@
-"""Shared test settings."""
+"""What many test files share: the repository's paths, the tiny scenario, and results worth computing once.
+
+Test modules import the constants (``from conftest import TINY, SCENARIOS``; pytest puts ``tests/`` on
+``sys.path``) and request the fixtures by name. Tests that take over ~10 s carry ``@pytest.mark.slow``:
+``python -m pytest -m "not slow"`` is the inner loop, CI runs everything.
+"""
+
+from __future__ import annotations
+
+import sys
+import tomllib
+from pathlib import Path
 
 import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE = REPO / "cgdr_des"
+SCENARIOS = REPO / "scenarios"
+SWEEPS = SCENARIOS / "sweeps"
+
+if str(REPO) not in sys.path:  # analysis/ is a top-level folder of the repository, not an installed package
+    sys.path.insert(0, str(REPO))
+
+#: The tiny scenario of the CLI, sweep, override and bad-input tests: one K/Q head, two 16-wide value
+#: heads, two sequences (8 and 3 tokens), timing only; a run takes milliseconds. This one writes a
+#: run's every output (trace and plots at their defaults); :data:`TINY` writes neither.
+TINY_OUTPUTS = """
+name = "tiny"
+[shape]
+nk = 1
+nv = 2
+dk = 16
+dv = 16
+[workload]
+lengths = [8, 3]
+[sim]
+numerics = "off"
+"""
+TINY = TINY_OUTPUTS + 'trace = false\n[output]\nplots = false\n'
+#: The two as the mappings ``Scenario.from_dict`` takes (shared: change a copy, ``{**TINY_DICT, ...}``).
+TINY_DICT, TINY_OUTPUTS_DICT = tomllib.loads(TINY), tomllib.loads(TINY_OUTPUTS)
+
+
+@pytest.fixture(scope="session")
+def tiny_result():
+    """The simulation of :data:`TINY` (one per session: treat it as read-only)."""
+    from cgdr_des import simulate
+    from cgdr_des.scenario import Scenario
+
+    return simulate(Scenario.from_dict(TINY_DICT))
+
+
+def shortened(sc, max_len: int = 72, max_batch: int = 2):
+    """``sc`` with at most ``max_batch`` sequences of at most ``max_len`` tokens (same profile, shape,
+    kernel, fidelity): every phase signature of the full run (c == 0 and c > 0, first and last
+    chunks, the next item's prefetch) in a run of a second or less."""
+    from cgdr_des.scenario import Scenario
+
+    data = sc.model_dump(mode="json", exclude_none=True)
+    lengths = [min(int(n), max_len) for n in sc.lengths()[:max_batch]]
+    data["workload"] = {k: v for k, v in data["workload"].items()
+                        if k not in ("lengths", "distribution", "lengths_csv", "batch")} | {"lengths": lengths}
+    return Scenario.from_dict(data)
+
+
+@pytest.fixture(scope="session")
+def shipped_result():
+    """``shipped_result(name, short=False)``: the simulation of ``scenarios/<name>.toml`` as shipped (or
+    :func:`shortened`), computed once per session and shared by the tests that read it (golden times,
+    attribution, outputs, variant bounds; read-only)."""
+    import cgdr_des
+
+    done: dict = {}
+
+    def get(name: str, *, short: bool = False):
+        if (name, short) not in done:
+            sc = cgdr_des.load_scenario(SCENARIOS / f"{name}.toml")
+            done[name, short] = cgdr_des.simulate(shortened(sc) if short else sc)
+        return done[name, short]
+
+    return get
 
 
 @pytest.fixture(autouse=True)

@@ -1,24 +1,10 @@
-"""Tiny sweeps shared by the sweep tests: small shapes, numerics off, no trace or plots (seconds each)."""
+"""Tiny sweeps shared by the sweep tests, over conftest's TINY scenario (seconds each)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-TINY = """
-name = "tiny"
-[shape]
-nk = 1
-nv = 2
-dk = 16
-dv = 16
-[workload]
-lengths = [8, 3]
-[sim]
-numerics = "off"
-trace = false
-[output]
-plots = false
-"""
+from conftest import TINY
 
 # 2 policies x dv {16, 24 (raises in WriteAttnTileToGm when run), 32} x nv {2, 3 (not a multiple of
 # nk = 2: fails validation)} x 2 replications = 24 points, 8 of them good

@@ -1,17 +1,15 @@
 """Critical-path attribution (cgdr_des/results/attribution.py): an independent per-cycle painting of
 the same definition, the parts summing to the makespan on every shipped scenario, and refusals."""
 
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from test_variants_bound import SHORT, shortened
+from test_variants_bound import SHORT
 
 import cgdr_des
 from cgdr_des.results.attribution import PARTS, AttributionUnavailable, attribute, attribute_result
 
-SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 DMA_EVENTS = ("FetchEventID:", "SetFlag:", "WaitFlag:", "AllocEventID:", "ReleaseEventID:")
 
 
@@ -66,11 +64,10 @@ def test_attribution_equals_a_per_cycle_painting(fidelity, kernel):
 
 
 @pytest.mark.parametrize("name", ["small", "representative", "low_head_dv256", *SHORT])
-def test_parts_add_up_to_the_makespan_on_every_shipped_scenario(name):
+def test_parts_add_up_to_the_makespan_on_every_shipped_scenario(name, shipped_result):
     """Whole runs for the three quick scenarios (small at its own instr fidelity), shortened runs
-    (test_variants_bound.shortened: same profile, shape, kernel and fidelity) for the others."""
-    sc = cgdr_des.load_scenario(SCENARIOS / f"{name}.toml")
-    res = cgdr_des.simulate(sc if name not in SHORT else shortened(sc))
+    (conftest.shortened: same profile, shape, kernel and fidelity) for the others."""
+    res = shipped_result(name, short=name in SHORT)
     a = attribute_result(res)
     assert sum(getattr(a, p) for p in PARTS) == a.makespan == int(res.summary["makespan_cycles"].iloc[0])
     assert min(getattr(a, p) for p in PARTS) >= 0

@@ -17,13 +17,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from conftest import TINY_OUTPUTS_DICT
 
 from cgdr_des.cli import main
 from cgdr_des.errors import InputError
 
 LIMIT_S = 2.0
-BASE = {"name": "cat", "shape": {"nk": 1, "nv": 2, "dk": 16, "dv": 16},
-        "workload": {"lengths": [8, 3]}, "sim": {"numerics": "off"}}
+BASE = TINY_OUTPUTS_DICT
 
 
 # ---------------------------------------------------------------- helpers

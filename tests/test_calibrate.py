@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import SCENARIOS
 
 import cgdr_des
 from cgdr_des.cli import main
@@ -107,7 +108,7 @@ def test_bad_measurements_are_input_errors(tmp_path, text, field):
 
 
 def test_shipped_measurements_name_the_six_shapes():
-    ms = read_measurements(Path(__file__).resolve().parents[1] / "scenarios" / "measured" / "latencies_310p.csv")
+    ms = read_measurements(SCENARIOS / "measured" / "latencies_310p.csv")
     assert [m.scenario.stem for m in ms] == ["small", "representative", "low_head_dv256", "long_t512_batch2",
                                              "long_t1024", "long_t2048"]
     assert all(m.scenario.is_file() for m in ms)

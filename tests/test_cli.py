@@ -10,23 +10,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import SCENARIOS
+from conftest import TINY_OUTPUTS as GOOD
 
 from cgdr_des.cli import main
 
-SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
-GOOD = """
-name = "tiny"
-description = "cli test"
-[shape]
-nk = 1
-nv = 2
-dk = 16
-dv = 16
-[workload]
-lengths = [8, 3]
-[sim]
-numerics = "off"
-"""
 BAD = {
     "unknown key": (GOOD + "colour = 1\n", "sim.colour"),
     "wrong type": (GOOD.replace("nk = 1", 'nk = "one"'), "shape.nk"),

@@ -6,7 +6,7 @@ vector path), so the Cube program uses M and MTE1 and the vector program does no
 from __future__ import annotations
 
 import pandas as pd
-from sweep_cases import TINY
+from conftest import TINY
 from test_bad_inputs import assert_refused, invoke
 
 

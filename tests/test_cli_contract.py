@@ -14,7 +14,7 @@ import errno
 import click
 import pytest
 from click.testing import CliRunner
-from sweep_cases import TINY as GOOD
+from conftest import TINY as GOOD
 
 from cgdr_des.cli import main
 from cgdr_des.cli.app import _usage_message, user_caused

@@ -11,7 +11,7 @@ from __future__ import annotations
 import tomllib
 
 import pytest
-from sweep_cases import TINY
+from conftest import TINY
 from test_bad_inputs import assert_refused, invoke
 
 import cgdr_des

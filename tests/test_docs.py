@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import REPO as ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 SCANNED = [ROOT / "README.md", *(p for d in ("cgdr_des", "tests", "analysis", "scenarios", "docs")
                                  for p in sorted((ROOT / d).rglob("*")) if p.suffix in (".py", ".md", ".toml"))]

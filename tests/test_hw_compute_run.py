@@ -9,9 +9,9 @@ other records, and closed forms of the profile fields.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
+from conftest import SCENARIOS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kernel_cases import args
@@ -31,7 +31,6 @@ from cgdr_des.scenario import load_scenario
 from cgdr_des.simulation import CompileStage
 from cgdr_des.workload.tensors import make_inputs
 
-ROOT = Path(__file__).resolve().parents[1]
 P = load_profile("atlas-300i-duo")
 FIELDS = ("s_cycles", "v_start", "v_end", "counts", "s_stall", "v_busy", "v_stall")
 POLICIES = ("counter", "stall", "diagnostic")
@@ -95,7 +94,7 @@ def assert_compiles_agree(prof, phases) -> None:
 
 
 def _scenario_phases(name: str, lengths: list[int]):
-    sc = load_scenario(ROOT / "scenarios" / f"{name}.toml").with_changes({"workload": {"lengths": lengths}})
+    sc = load_scenario(SCENARIOS / f"{name}.toml").with_changes({"workload": {"lengths": lengths}})
     s, w = sc.shape, sc.workload
     prof = load_profile(sc.hardware.profile, dict(sc.hardware.overrides))
     x = make_inputs(sc.lengths(), s.nk, s.nv, s.dk, s.dv, seed=w.seed, has_gamma=s.has_gamma)

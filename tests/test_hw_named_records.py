@@ -17,10 +17,9 @@ import ast
 from pathlib import Path
 
 import pytest
+from conftest import PACKAGE
 
 from cgdr_des.hw import compute_run, compute_state, flags, records, rules, scalar, tque
-
-PACKAGE = Path(__file__).resolve().parents[1] / "cgdr_des"
 
 #: names under which the machine and the timer hold their records
 RECORD_NAMES = {"seg", "span", "e_span", "e", "entry", "head", "block", "info", "snap", "before", "totals",

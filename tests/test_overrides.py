@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from sweep_cases import TINY  # the tiny scenario the sweep tests use
+from conftest import TINY
 
 from cgdr_des.cli import main
 from cgdr_des.errors import InputError

@@ -1,25 +1,22 @@
 """``python -m analysis.report --quick``: every section and figure is produced, and every number the
 README quotes is the cell of the frame file it names (re-read here from the files, not from memory).
 
-The report runs once (module fixture) on the reduced grid, in this process, into a temporary folder.
+The report runs once (module fixture) on the reduced grid, in this process, into a temporary folder:
+~15 s, most of it the four item-cost calibrations and the figures, so the module is marked slow.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # analysis/ is a top-level folder of the repository, not an installed package
-    sys.path.insert(0, str(ROOT))
+from analysis.report.build import build_report  # analysis/ is importable: conftest puts the repository on sys.path
+from analysis.report.quotes import read_frame, select
 
-from analysis.report.build import build_report  # noqa: E402
-from analysis.report.quotes import read_frame, select  # noqa: E402
+pytestmark = pytest.mark.slow
 
 SECTIONS = ("## How the numbers were made", "## 1. The makespan tail per policy", "## 2. Load balance",
             "## 3. Where the tail comes from", "## 4. The skew penalty", "## 5. Single and double buffering, prefetch",

@@ -10,13 +10,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import SCENARIOS
 from pydantic import ValidationError
 
 import cgdr_des.scenario as scen
 from cgdr_des.errors import InputError
 from cgdr_des.scenario import Scenario, load_scenario
-
-SCENARIO_DIR = Path(__file__).resolve().parents[1] / "scenarios"
 
 BASE = {
     "name": "t",
@@ -279,7 +278,7 @@ def test_tiling_is_checked_at_load():
 
 # ---------------------------------------------------------------- shipped scenarios
 
-SHIPPED = sorted(SCENARIO_DIR.glob("*.toml"))
+SHIPPED = sorted(SCENARIOS.glob("*.toml"))
 
 
 def test_the_shipped_scenarios_are_there():
@@ -304,7 +303,7 @@ def test_performance_shapes_match_the_kernel_notes():
               "low_head_dv256": (1, 1, 128, 128, 256), "long_t512_batch2": (2, 8, 1024, 128, 128),
               "long_t1024": (1, 16, 1024, 128, 128), "long_t2048": (1, 16, 2048, 128, 128)}
     for name, (b, h, t, dk, dv) in shapes.items():
-        sc = load_scenario(SCENARIO_DIR / f"{name}.toml")
+        sc = load_scenario(SCENARIOS / f"{name}.toml")
         s, lengths = sc.shape, sc.lengths()
         assert (lengths.size, s.nk, s.nv, int(lengths.sum()), s.dk, s.dv) == (b, h, h, t, dk, dv), name
         assert sc.hardware.profile == "atlas-300i-duo"

@@ -7,10 +7,10 @@ import shutil
 import subprocess
 import sys
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import SCENARIOS
 from kernel_cases import assert_kernel_bounds, oracle
 
 import cgdr_des
@@ -22,14 +22,13 @@ from cgdr_des.results.trace import trace_from_result
 from cgdr_des.scenario import Scenario
 from cgdr_des.workload.tensors import make_inputs
 
-ROOT = Path(__file__).resolve().parents[1]
 DESIGN_SUMMARY = ("makespan_cycles", "makespan_us", "lower_bound_cycles", "imbalance", "cv", "finish_p50_cycles",
                   "finish_p95_cycles", "finish_p99_cycles", "util_S", "util_V", "util_MTE2", "util_MTE3",
                   "scenario_name", "scenario_hash", "hardware", "policy", "buffer_num", "fidelity", "numerics")
 
 
 def shipped(name: str, **changes) -> Scenario:
-    sc = cgdr_des.load_scenario(ROOT / "scenarios" / f"{name}.toml")
+    sc = cgdr_des.load_scenario(SCENARIOS / f"{name}.toml")
     return sc.with_changes(changes) if changes else sc
 
 
@@ -45,8 +44,8 @@ def representative():
 
 
 @pytest.fixture(scope="module")
-def rep_result(representative):
-    return cgdr_des.simulate(representative)
+def rep_result(shipped_result):
+    return shipped_result("representative")
 
 
 def functional_of(sc: Scenario):
@@ -60,9 +59,9 @@ def functional_of(sc: Scenario):
 
 
 @pytest.mark.parametrize("name", ["small", "representative", "low_head_dv256"])
-def test_shipped_scenario_outputs_equal_the_functional_run_and_pass_the_oracle(name, rep_result):
+def test_shipped_scenario_outputs_equal_the_functional_run_and_pass_the_oracle(name, shipped_result):
     sc = shipped(name)
-    res = rep_result if name == "representative" else cgdr_des.simulate(sc)
+    res = shipped_result(name)
     x, fr = functional_of(sc)
     np.testing.assert_array_equal(res.out, fr.out)
     np.testing.assert_array_equal(res.final_state, fr.final_state)
@@ -99,11 +98,12 @@ def test_trace_of_a_real_run_has_no_overlap_on_any_track(rep_result, tmp_path):
         assert all(a_end <= b_start + 1e-9 for (_, a_end), (b_start, _) in zip(spans, spans[1:], strict=False))
 
 
+@pytest.mark.slow  # the README's command as written: an instr-fidelity run, its trace and plots (~15 s)
 def test_quickstart_command_writes_every_file(tmp_path):
     out = tmp_path / "small"
     exe = shutil.which("cgdr-des")  # the README's command; python -m cgdr_des is the same entry point
     cmd = [exe] if exe else [sys.executable, "-m", "cgdr_des"]
-    cmd += ["run", str(ROOT / "scenarios" / "small.toml"), "--out", str(out)]
+    cmd += ["run", str(SCENARIOS / "small.toml"), "--out", str(out)]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     for name in ("ops.parquet", "items.parquet", "cores.parquet", "summary.parquet", "trace.json",

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import itertools
-from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import SWEEPS
 from sweep_cases import GRID, write_sweep
 
 from cgdr_des.errors import CgdrError, InputError
@@ -115,7 +115,7 @@ def test_nested_tables_and_dotted_keys_are_the_same_grid(tmp_path):
     assert [p.fingerprint for p in a] == [p.fingerprint for p in b]
 
 
-@pytest.mark.parametrize("path", sorted((Path(__file__).resolve().parents[1] / "scenarios" / "sweeps").glob("*.toml")),
+@pytest.mark.parametrize("path", sorted(SWEEPS.glob("*.toml")),
                          ids=lambda p: p.stem)
 def test_shipped_sweeps_expand_without_errors(path):
     points = expand(load_sweep(path))

@@ -11,15 +11,12 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from conftest import TINY_DICT as TINY
 
 from cgdr_des.scenario import Scenario
-from cgdr_des.simulation import simulate
 from cgdr_des.sweep.executors import InProcess
 from cgdr_des.sweep.points import package_version
 from cgdr_des.sweep.work import RUN_FRAMES, Task, _with_params, one_line, run_point
-
-TINY = {"name": "tiny", "shape": {"nk": 1, "nv": 2, "dk": 16, "dv": 16}, "workload": {"lengths": [8, 3]},
-        "sim": {"numerics": "off", "trace": False}, "output": {"plots": False}}
 
 
 def task(point=0, scenario=None, **kw) -> Task:
@@ -27,10 +24,10 @@ def task(point=0, scenario=None, **kw) -> Task:
     return Task(point, "run", resolved, kw.pop("params", {"shape.dv": 16, "replication": 0}), **kw)
 
 
-def test_a_good_point_is_the_simulation_s_summary_with_its_parameters():
+def test_a_good_point_is_the_simulation_s_summary_with_its_parameters(tiny_result):
     out = run_point(task(params={"kernel.policy": "greedy", "replication": 1}))
     assert out.error is None and out.frames == {} and out.wall_s > 0
-    want = simulate(Scenario.from_dict(TINY)).summary
+    want = tiny_result.summary
     assert out.summary["kernel.policy"].tolist() == ["greedy"] and out.summary["replication"].tolist() == [1]
     pd.testing.assert_frame_equal(out.summary[list(want.columns)], want.reset_index(drop=True))
 

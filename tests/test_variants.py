@@ -6,7 +6,6 @@ import os
 import subprocess
 import sys
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -26,7 +25,6 @@ from cgdr_des.kernel.tiling import compute_tiling, static_diagnostics
 from cgdr_des.kernel.variants import VARIANTS, variant_fields
 from cgdr_des.scenario import Kernel, Scenario
 
-SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 UB = 253952  # the atlas-300i-duo profile's ub_usable_bytes, what its host tiles against
 
 

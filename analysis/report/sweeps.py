@@ -41,15 +41,21 @@ BUFFER_VARIANTS = {"single (BUFFER_NUM 1)": {"buffer_num": 1}, "double (BUFFER_N
 SENS_SAMPLES, SENS_SEED = 16, 0
 
 #: ``--quick``: per sweep, grid axes cut to the listed values' indices, and [tail] / [set] changes.
+#: Every quick tail study runs on one shape, Nv = 8 with dk = dv = 64, so that the whole report
+#: calibrates item costs four times (each chip, and the two ends of the sensitivity parameter), and
+#: none of them on split V-tiles (dv = 64 is one V-tile on the 48-core A2: the split probes cost ~30 s).
+QUICK_SHAPE = {"shape.dk": 64, "shape.dv": 64}
 QUICK = {
-    "grid": {"grid": {"shape": [0], "workload.batch": [1, 2]}, "tail": {"batches": 60}},
+    "grid": {"grid": {"shape": [0], "workload.batch": [1, 2]}, "tail": {"batches": 60}, "set": QUICK_SHAPE},
     "checks": {"grid": {"hardware": [0], "shape": [0]}, "tail": {"batches": 20},
-               "set": {"study.check_batches": 1, "workload.distribution.median": 64, "workload.distribution.max": 256}},
-    "balance": {"grid": {"hardware": [0]}, "tail": {"batches": 60}},
-    "long_tail": {},
-    "skew": {"grid": {"hardware": [0]}},
+               "set": {"study.check_batches": 1, "workload.distribution.median": 64, "workload.distribution.max": 256,
+                       **QUICK_SHAPE}},
+    "balance": {"grid": {"hardware": [0]}, "tail": {"batches": 60},
+                "set": {"shape.nk": 8, "shape.nv": 8, **QUICK_SHAPE}},
+    "long_tail": {"set": QUICK_SHAPE},
+    "skew": {"grid": {"hardware": [0], "shape": [0]}, "set": QUICK_SHAPE},
     "buffering": {"grid": {"shape": [0, 2]}},
-    "sensitivity": {"tail": {"batches": 60}},
+    "sensitivity": {"tail": {"batches": 60}, "set": {"shape.nk": 8, "shape.nv": 8, **QUICK_SHAPE}},
 }
 QUICK_SENS_PARAMS = ("vec_pipe_delay_cycles",)
 
