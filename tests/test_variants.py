@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
