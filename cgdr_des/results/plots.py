@@ -123,6 +123,7 @@ def plot_finish_cdf(cores: pd.DataFrame, path: str | Path, *, clock_mhz: float, 
     frac = np.arange(1, finish.size + 1) / max(finish.size, 1)
     ax.step(finish, frac, where="post", marker="o")
     ax.set(xlabel="core finish (µs)", ylabel="fraction of cores", ylim=(0, 1.05), title=f"{name}: core finish CDF")
+    plain_numbers(ax.xaxis)
     ax.grid(alpha=0.3)
     return save_figure(fig, path)
 
@@ -301,6 +302,7 @@ def plot_gantt(ops: pd.DataFrame, path: str | Path, *, core: int, window: Sequen
     note = f" (first {max_ops} ops)" if cut else ""
     ax.set_title(f"{title or f'core {core} pipe Gantt'}{note}", fontsize="medium")
     ax.set_xlabel("time (µs)")
+    plain_numbers(ax.xaxis)
     return save_figure(fig, path)
 
 
@@ -321,6 +323,8 @@ def plot_buffer_compare(results_by_buffer_num: Mapping[int, Any], path: str | Pa
         x = res.cores["core"].to_numpy() + (i - (len(keys) - 1) / 2) * width
         ax_c.bar(x, res.cores["finish"] / clock, width=width, color=series_colour(i), label=f"buffer_num={bn}")
     ax_m.margins(y=0.25)
+    plain_numbers(ax_m.yaxis)
+    plain_numbers(ax_c.yaxis)
     name = run_title(results_by_buffer_num[keys[0]].meta) if keys else ""
     ax_m.set(xlabel="buffer_num", ylabel="makespan (µs)", title=f"{name}: makespan (speed-up vs first)")
     cores = sorted({int(c) for res in results_by_buffer_num.values() for c in res.cores["core"]})
