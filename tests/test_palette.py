@@ -74,3 +74,16 @@ def test_critical_path_labels_sum_to_100_and_small_parts_stay_visible():
     assert abs(sum(widths.values()) - 100) < 1e-9
     assert all(w >= 2.5 for p, w in widths.items() if shares[p] > 0)
     assert widths["S"] > widths["V"] > widths["flags"]
+
+
+def test_a_setting_that_does_not_fit_ub_says_by_how_many_bytes(tmp_path):
+    from cgdr_des.results.compare_plots import overflow_bytes, plot_critical_path
+
+    misfit = pd.Series({"status": "UB overflow", "ub_used_bytes": 270_336, "ub_bytes": 262_144})
+    assert overflow_bytes(misfit) == 270_336 - 262_144
+    assert overflow_bytes(pd.Series({"status": "x", "ub_used_bytes": 100, "ub_bytes": 262_144})) is None
+    assert overflow_bytes(pd.Series({"status": "no vStep", "ub_used_bytes": pd.NA, "ub_bytes": pd.NA})) is None
+    ran = {"setting": "baseline", "status": "ok", "makespan_cycles": 1000, "makespan_us": 1.0, "overlap_bound": 10,
+           **{f"cp_{p}": 1000 // len(PARTS) + (1000 % len(PARTS) if p == "S" else 0) for p in PARTS}}
+    table = pd.DataFrame([ran, {"setting": "all_same", **misfit.to_dict()}])
+    assert plot_critical_path(table, tmp_path / "cp.png", "t on p").stat().st_size > 10_000

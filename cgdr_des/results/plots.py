@@ -19,6 +19,7 @@ Every title names the scenario; every time axis is in µs.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +33,7 @@ from matplotlib.cm import ScalarMappable
 from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
-from matplotlib.ticker import StrMethodFormatter
+from matplotlib.ticker import NullFormatter, StrMethodFormatter
 
 from cgdr_des.errors import InputError
 from cgdr_des.results.palette import REFERENCE, phase_colour, phase_order, series_colour
@@ -73,6 +74,18 @@ def core_ticks(ax, cores: Sequence[int]) -> None:
     ax.set_xlim(min(cores, default=0) - 0.6, max(cores, default=0) + 0.6)
 
 
+def _length_ticks(lengths: np.ndarray) -> list[float]:
+    """Colour-bar ticks for item lengths: each distinct length when there are at most 6, else the
+    1-2-5 steps between the shortest and the longest."""
+    distinct = np.unique(lengths)
+    if distinct.size <= 6:
+        return [float(v) for v in distinct]
+    lo, hi = float(distinct[0]), float(distinct[-1])
+    steps = [m * 10.0 ** e for e in range(int(np.floor(np.log10(max(lo, 1)))), int(np.log10(hi)) + 1)
+             for m in (1, 2, 5)]
+    return [v for v in steps if lo <= v <= hi] or [lo, hi]
+
+
 def plot_core_load(cores: pd.DataFrame, items: pd.DataFrame, path: str | Path, *, clock_mhz: float,
                    name: str = "", avgload: float | None = None) -> Path:
     """Per core, its busy time (µs) stacked by work item, coloured by the item's length; tokens on a
@@ -93,8 +106,11 @@ def plot_core_load(cores: pd.DataFrame, items: pd.DataFrame, path: str | Path, *
     ax.bar(it["core"].to_numpy(), dur, bottom=bottom, width=0.7, color=colour, edgecolor="white", linewidth=0.2,
            label=label)
     if norm:
-        fig.colorbar(ScalarMappable(norm=norm, cmap="viridis"), ax=ax, label="item length (tokens)", pad=0.01,
-                     location="bottom", shrink=0.5, aspect=40)
+        bar = fig.colorbar(ScalarMappable(norm=norm, cmap="viridis"), ax=ax, label="item length (tokens)",
+                           pad=0.01, location="bottom", shrink=0.5, aspect=40)
+        bar.set_ticks(_length_ticks(lengths))  # the lengths themselves, or 1-2-5 steps: 200 rather than 2x10^2
+        bar.ax.xaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
+        bar.ax.xaxis.set_minor_formatter(NullFormatter())
     busy = pd.Series(dur).groupby(it["core"].to_numpy()).sum().reindex(cores["core"], fill_value=0.0)
     ax.axhline(busy.mean(), color=REFERENCE, linestyle="--", label=f"mean busy = {busy.mean():,.1f} µs")
     core_ticks(ax, cores["core"].to_numpy())
@@ -300,7 +316,9 @@ def plot_gantt(ops: pd.DataFrame, path: str | Path, *, core: int, window: Sequen
         handles = [Patch(color=colours[ph], label=ph) for ph in phases[:24]]
         ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small", title="phase")
     note = f" (first {max_ops} ops)" if cut else ""
-    ax.set_title(f"{title or f'core {core} pipe Gantt'}{note}", fontsize="medium")
+    # wrapped: the title states core, window, why and what is left out, longer than the plot is wide
+    text = "\n".join(textwrap.fill(line, 150) for line in f"{title or f'core {core} pipe Gantt'}{note}".splitlines())
+    ax.set_title(text, fontsize="medium")
     ax.set_xlabel("time (µs)")
     plain_numbers(ax.xaxis)
     return save_figure(fig, path)
