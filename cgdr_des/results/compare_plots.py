@@ -83,7 +83,7 @@ def plot_critical_path(table: pd.DataFrame, path: str | Path, title: str = "") -
             if width <= 0:
                 continue
             ax.barh(y, width, left=left, color=pipe_colour(part), height=0.6, edgecolor="white", linewidth=0.5)
-            share = f"{shares[part]:.1f}" if shares[part] >= 0.1 or shares[part] == 0 else f"{shares[part]:.2f}"
+            share = f"{shares[part]:.1f}" if shares[part] >= 0.1 else f"{shares[part]:.2g}"  # 0.0011, not 0.00
             text = f"{part} {share} %" if width >= 12 else share
             ax.text(left + width / 2, y, text, ha="center", va="center", fontsize="x-small",
                     rotation=0 if width >= 6 else 90)
