@@ -156,7 +156,7 @@ def test_run_command_with_a_stub_simulator(tmp_path, monkeypatch):
     assert res.exit_code == 0, res.output
     lines = res.stdout.splitlines()
     assert lines[0].startswith("estimate   ~") and lines[1].startswith("scenario   tiny (")
-    assert any(line.startswith("makespan ") and " us " in line for line in lines)
+    assert any(line.startswith("makespan ") and " µs " in line for line in lines)
     assert any("imbalance" in line and "p99" in line for line in lines)
     assert lines[-1].startswith(f"outputs    {out}") and "trace.json" in lines[-1]
     assert not (out / "items.csv").exists()

@@ -88,13 +88,26 @@ def run_one(sc: Scenario, out: Path, csv: bool, target: OutputDir,
     return result, written
 
 
+def time_unit(stream=None) -> str:
+    """``µs``, or ``us`` when ``stream`` (default: stdout) has an encoding that cannot write µ."""
+    import sys
+
+    encoding = getattr(stream if stream is not None else sys.stdout, "encoding", None) or "utf-8"
+    try:
+        "µs".encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        return "us"
+    return "µs"
+
+
 def summary_lines(result) -> list[str]:
     """The three console lines that describe a run: what ran, its makespan, its balance."""
     s = result.summary.iloc[0]
+    us = time_unit()
     return [
         f"scenario   {s['scenario_name']} ({s['scenario_hash']}) on {s['hardware']}: policy {s['policy']}, "
         f"buffer_num {s['buffer_num']}, fidelity {s['fidelity']}, numerics {s['numerics']}",
-        f"makespan   {int(s['makespan_cycles']):,} cycles = {s['makespan_us']:,.3f} us "
+        f"makespan   {int(s['makespan_cycles']):,} cycles = {s['makespan_us']:,.3f} {us} "
         f"(lower bound {int(s['lower_bound_cycles']):,} cycles)",
         f"balance    imbalance {s['imbalance']:.3f}, cv {s['cv']:.3f}, "
         f"p99 core finish {s['finish_p99_cycles']:,.0f} cycles over {int(s['n_cores'])} cores",

@@ -110,16 +110,16 @@ def _tiling_of(base, fields: dict):
 
 
 def _write(results: dict, rows: list[tuple], staging: Path, buffer_plot: bool):
-    from cgdr_des.results.compare_plots import plot_chunk_gantt, plot_critical_path
+    from cgdr_des.results.compare_plots import compare_title, plot_chunk_gantt, plot_critical_path
     from cgdr_des.results.comparison import comparison_table, setting_row
 
     table = comparison_table([setting_row(name, fields, tiling, res, status)
                               for name, fields, tiling, res, status in rows])
     table.to_csv(staging / "compare.csv", index=False)
     table.to_parquet(staging / "compare.parquet", index=False)
-    plot_critical_path(table, staging / "critical_path.png")
+    plot_critical_path(table, staging / "critical_path.png", compare_title(results))
     if results:
-        plot_chunk_gantt(results, staging / "chunk_gantt.png")
+        plot_chunk_gantt(results, staging / "chunk_gantt.png", compare_title(results))
     if buffer_plot:
         from cgdr_des.results.plots import plot_buffer_compare
 

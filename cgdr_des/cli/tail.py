@@ -12,8 +12,10 @@ from cgdr_des.cli import common
 from cgdr_des.cli.app import main
 from cgdr_des.cli.options import load_with_overrides, override_options
 
-TABLE = {"policy": "policy", "p50_us": "p50 us", "p99_us": "p99 us", "p99_9_us": "p99.9 us",
-         "makespan_over_lb_mean": "mean mk/lb", "within_1pct_of_lb": "<=1% of lb", "imbalance_mean": "mean imb"}
+#: the summary columns the console shows and their headers ({us}: the console's time unit)
+TABLE = {"policy": "policy", "p50_us": "p50 {us}", "p99_us": "p99 {us}", "p99_interval": "p99 95% interval {us}",
+         "p99_9_us": "p99.9 {us}", "makespan_over_lb_mean": "mean mk/lb", "within_1pct_of_lb": "<=1% of lb",
+         "imbalance_mean": "mean imb"}
 
 
 @main.command()
@@ -55,8 +57,12 @@ def tail(scenario: str, out: Path, batches: int | None, policies: tuple[str, ...
 
 def study_lines(result) -> list[str]:
     """What the study ran, its summary table (µs), and its phase-fidelity checks."""
+    from cgdr_des.tail.summary import interval_text
+
     m = result.meta
-    table = result.summary[list(TABLE)].rename(columns=TABLE)
+    us = common.time_unit()
+    table = result.summary.assign(p99_interval=[interval_text(r, "p99") for _, r in result.summary.iterrows()])
+    table = table[list(TABLE)].rename(columns={k: v.format(us=us) for k, v in TABLE.items()})
     lines = [f"study      {m['scenario_name']} on {m['hardware']}: {m['batches']:,} batches of {m['batch']} "
              f"sequences, {m['block_dim']} cores, seed {m['seed']}",
              *table.to_string(index=False, float_format=lambda v: f"{v:,.3f}").splitlines()]

@@ -19,6 +19,7 @@ Every title names the scenario; every time axis is in µs.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,8 +32,11 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.cm import ScalarMappable
 from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+from matplotlib.ticker import NullFormatter, StrMethodFormatter
 
 from cgdr_des.errors import InputError
+from cgdr_des.results.palette import REFERENCE, phase_colour, phase_order, series_colour
 from cgdr_des.results.trace import THREAD_NAMES, assign_lanes
 
 #: Operations one Gantt draws at most: beyond ~20 000 bars the PNG takes seconds and shows no more.
@@ -50,11 +54,44 @@ def save_figure(fig: Figure, path: str | Path) -> Path:
     return path
 
 
+def plain_numbers(axis) -> None:
+    """Tick labels as plain numbers with thousands separators (``1,250,000``), never a ``1e6`` offset
+    a reader has to multiply in; a log axis keeps its own labels."""
+    if axis.get_scale() == "linear":
+        axis.set_major_formatter(StrMethodFormatter("{x:,.10g}"))
+
+
+def run_title(meta: Mapping[str, Any]) -> str:
+    """``small on atlas-300i-duo``: the scenario and the profile every title names."""
+    return f"{meta.get('scenario_name', '')} on {meta.get('hardware', '?')}"
+
+
+def core_ticks(ax, cores: Sequence[int]) -> None:
+    """One tick per core up to 16 cores, else every 2nd/4th/.. so 48 labels never run together."""
+    cores = list(cores)
+    step = max(1, -(-len(cores) // 16))
+    ax.set_xticks(cores[::step])
+    ax.set_xlim(min(cores, default=0) - 0.6, max(cores, default=0) + 0.6)
+
+
+def _length_ticks(lengths: np.ndarray) -> list[float]:
+    """Colour-bar ticks for item lengths: each distinct length when there are at most 6, else the
+    1-2-5 steps between the shortest and the longest."""
+    distinct = np.unique(lengths)
+    if distinct.size <= 6:
+        return [float(v) for v in distinct]
+    lo, hi = float(distinct[0]), float(distinct[-1])
+    steps = [m * 10.0 ** e for e in range(int(np.floor(np.log10(max(lo, 1)))), int(np.log10(hi)) + 1)
+             for m in (1, 2, 5)]
+    return [v for v in steps if lo <= v <= hi] or [lo, hi]
+
+
 def plot_core_load(cores: pd.DataFrame, items: pd.DataFrame, path: str | Path, *, clock_mhz: float,
                    name: str = "", avgload: float | None = None) -> Path:
     """Per core, its busy time (µs) stacked by work item, coloured by the item's length; tokens on a
-    second axis (the unit the source's scan balances, with its avgload), so the two can disagree visibly."""
-    fig = Figure(figsize=(9, 4.5), layout="constrained")
+    second axis (the unit the source's scan balances, with its avgload marked on that axis only), so
+    the two can disagree visibly. One item length: one colour, named in the legend (no colour bar)."""
+    fig = Figure(figsize=(max(9.0, 0.22 * len(cores) + 4), 4.5), layout="constrained")
     ax = fig.add_subplot()
     it = items.sort_values(["core", "start"])
     dur = (it["end"] - it["start"]).to_numpy(np.float64) / clock_mhz
@@ -62,23 +99,35 @@ def plot_core_load(cores: pd.DataFrame, items: pd.DataFrame, path: str | Path, *
     if dur.size:
         bottom = pd.Series(dur).groupby(it["core"].to_numpy()).cumsum().to_numpy() - dur
     lengths = it["seqlen"].to_numpy(np.float64)
-    norm = LogNorm(vmin=max(lengths.min(), 1), vmax=max(lengths.max(), 2)) if lengths.size else LogNorm(1, 2)
-    ax.bar(it["core"].to_numpy(), dur, bottom=bottom, width=0.7, color=colormaps["viridis"](norm(lengths)),
-           edgecolor="white", linewidth=0.2)
-    fig.colorbar(ScalarMappable(norm=norm, cmap="viridis"), ax=ax, label="item length (tokens)", pad=0.12)
+    one_length = lengths.size == 0 or lengths.min() == lengths.max()
+    norm = LogNorm(vmin=max(lengths.min(), 1), vmax=max(lengths.max(), 2)) if not one_length else None
+    colour = colormaps["viridis"](norm(lengths)) if norm else colormaps["viridis"](0.35)
+    label = None if norm else f"work item ({int(lengths[0]) if lengths.size else 0:,} tokens each)"
+    ax.bar(it["core"].to_numpy(), dur, bottom=bottom, width=0.7, color=colour, edgecolor="white", linewidth=0.2,
+           label=label)
+    if norm:
+        bar = fig.colorbar(ScalarMappable(norm=norm, cmap="viridis"), ax=ax, label="item length (tokens)",
+                           pad=0.01, location="bottom", shrink=0.5, aspect=40)
+        bar.set_ticks(_length_ticks(lengths))  # the lengths themselves, or 1-2-5 steps: 200 rather than 2x10^2
+        bar.ax.xaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
+        bar.ax.xaxis.set_minor_formatter(NullFormatter())
     busy = pd.Series(dur).groupby(it["core"].to_numpy()).sum().reindex(cores["core"], fill_value=0.0)
-    ax.axhline(busy.mean(), color="tab:red", linestyle="--", label=f"mean busy = {busy.mean():,.1f} µs")
-    ax.set_xticks(cores["core"].to_numpy())
+    ax.axhline(busy.mean(), color=REFERENCE, linestyle="--", label=f"mean busy = {busy.mean():,.1f} µs")
+    core_ticks(ax, cores["core"].to_numpy())
+    plain_numbers(ax.yaxis)
     ax.set(xlabel="core", ylabel="busy time (µs), one segment per work item",
            title=f"{name}: per-core load in time (critical core {last_core(cores)})")
     tok = ax.twinx()
-    tok.plot(cores["core"], cores["tokens"], "D", color="black", markersize=5, label="tokens")
+    tok.plot(cores["core"], cores["tokens"], "D", color="black", markersize=4, label="tokens")
     if avgload is not None:
-        tok.axhline(avgload, color="black", linestyle=":", linewidth=1, label=f"avgload = {avgload:,.0f} tokens")
-    tok.set_ylim(bottom=0)
+        # on the token axis only: a tick and a label at its right edge, not a line across the µs bars
+        tok.plot([1.0], [avgload], marker="<", markersize=9, color="black", clip_on=False,
+                 transform=tok.get_yaxis_transform(), linestyle="none", label=f"avgload = {avgload:,.0f} tokens")
+    tok.set_ylim(bottom=0, top=max(float(cores["tokens"].max()) if len(cores) else 0.0, avgload or 0, 1) * 1.1)
     tok.set_ylabel("tokens (Σ seqlen of items)")
+    plain_numbers(tok.yaxis)
     handles = ax.get_legend_handles_labels()[0] + tok.get_legend_handles_labels()[0]
-    ax.legend(handles=handles, fontsize="small", loc="upper right")
+    fig.legend(handles=handles, fontsize="small", loc="outside right upper")
     return save_figure(fig, path)
 
 
@@ -90,6 +139,7 @@ def plot_finish_cdf(cores: pd.DataFrame, path: str | Path, *, clock_mhz: float, 
     frac = np.arange(1, finish.size + 1) / max(finish.size, 1)
     ax.step(finish, frac, where="post", marker="o")
     ax.set(xlabel="core finish (µs)", ylabel="fraction of cores", ylim=(0, 1.05), title=f"{name}: core finish CDF")
+    plain_numbers(ax.xaxis)
     ax.grid(alpha=0.3)
     return save_figure(fig, path)
 
@@ -233,6 +283,11 @@ def gantt_choice(result: Any, core: int | None, window: str | None) -> dict[str,
     return {"gantt_core": core, "gantt_window": cycles}
 
 
+def gantt_colours(phases) -> dict[str, str]:
+    """The run Gantt's colour of each phase label: the palette's (results/palette.py)."""
+    return {str(ph): phase_colour(ph) for ph in phases}
+
+
 def plot_gantt(ops: pd.DataFrame, path: str | Path, *, core: int, window: Sequence[int] | None = None,
                max_ops: int = GANTT_MAX_OPS, clock_mhz: float = 1.0, title: str | None = None,
                rows: pd.DataFrame | None = None) -> Path:
@@ -244,9 +299,8 @@ def plot_gantt(ops: pd.DataFrame, path: str | Path, *, core: int, window: Sequen
         df, cut = gantt_rows(ops, core, window, max_ops)
     rows = sorted(set(zip(df["row_key"], df["row"], strict=True)))
     y = {name: i for i, (_, name) in enumerate(rows)}
-    phases = sorted(df["phase"].astype(str).unique())
-    palette = colormaps["tab20"].colors  # the kernel has ~17 phases: 20 distinct colours
-    colours = {ph: palette[i % len(palette)] for i, ph in enumerate(phases)}
+    phases = phase_order(df["phase"].astype(str).unique())
+    colours = gantt_colours(phases)
     # tall enough for one bar per lane and for the phase legend beside them
     height = max(2.5, 1.2 + 0.35 * len(rows), 1.0 + 0.22 * min(len(phases), 20))
     fig = Figure(figsize=(12, height), layout="constrained")
@@ -258,13 +312,15 @@ def plot_gantt(ops: pd.DataFrame, path: str | Path, *, core: int, window: Sequen
     ax.invert_yaxis()
     if window is not None:
         ax.set_xlim(window[0] / clock_mhz, window[1] / clock_mhz)
-    for ph in phases[:20]:
-        ax.bar(0, 0, color=colours[ph], label=ph)
     if phases:
-        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small", title="phase")
+        handles = [Patch(color=colours[ph], label=ph) for ph in phases[:24]]
+        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small", title="phase")
     note = f" (first {max_ops} ops)" if cut else ""
-    ax.set_title(f"{title or f'core {core} pipe Gantt'}{note}", fontsize="medium")
+    # wrapped: the title states core, window, why and what is left out, longer than the plot is wide
+    text = "\n".join(textwrap.fill(line, 150) for line in f"{title or f'core {core} pipe Gantt'}{note}".splitlines())
+    ax.set_title(text, fontsize="medium")
     ax.set_xlabel("time (µs)")
+    plain_numbers(ax.xaxis)
     return save_figure(fig, path)
 
 
@@ -278,19 +334,21 @@ def plot_buffer_compare(results_by_buffer_num: Mapping[int, Any], path: str | Pa
         res = results_by_buffer_num[bn]
         mk = float(res.summary["makespan_us"].iloc[0])
         base = mk if base is None else base
-        ax_m.bar(str(bn), mk, color=f"C{i}")
+        ax_m.bar(str(bn), mk, color=series_colour(i))
         ax_m.annotate(f"{mk:,.4g} µs\n×{base / mk:.2f}" if mk else "0", (i, mk), ha="center", va="bottom")
         clock = float(res.summary["clock_mhz"].iloc[0])
         width = 0.8 / len(keys)
         x = res.cores["core"].to_numpy() + (i - (len(keys) - 1) / 2) * width
-        ax_c.bar(x, res.cores["finish"] / clock, width=width, color=f"C{i}", label=f"buffer_num={bn}")
+        ax_c.bar(x, res.cores["finish"] / clock, width=width, color=series_colour(i), label=f"buffer_num={bn}")
     ax_m.margins(y=0.25)
-    name = str(results_by_buffer_num[keys[0]].summary["scenario_name"].iloc[0]) if keys else ""
+    plain_numbers(ax_m.yaxis)
+    plain_numbers(ax_c.yaxis)
+    name = run_title(results_by_buffer_num[keys[0]].meta) if keys else ""
     ax_m.set(xlabel="buffer_num", ylabel="makespan (µs)", title=f"{name}: makespan (speed-up vs first)")
     cores = sorted({int(c) for res in results_by_buffer_num.values() for c in res.cores["core"]})
-    ax_c.set_xticks(cores)
+    core_ticks(ax_c, cores)
     ax_c.set(xlabel="core", ylabel="finish (µs)", title=f"{name}: per-core finish")
-    ax_c.legend()
+    ax_c.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     return save_figure(fig, path)
 
 
@@ -306,7 +364,7 @@ def plot_run(result: Any, out_dir: str | Path, *, gantt_core: int | None = None,
     what the Gantt shows and leaves out."""
     out = Path(out_dir)
     clock = float(result.meta["clock_mhz"])
-    name = str(result.meta.get("scenario_name", ""))
+    name = run_title(result.meta)
     paths = [plot_core_load(result.cores, result.items, out / "core_load.png", clock_mhz=clock, name=name,
                             avgload=result.meta.get("avgload")),
              plot_finish_cdf(result.cores, out / "finish_cdf.png", clock_mhz=clock, name=name)]

@@ -18,6 +18,11 @@ def quantile_name(q: float) -> str:
     return "p" + f"{q:g}".replace(".", "_")
 
 
+def interval_text(row, name: str = "p99") -> str:
+    """``[1,583,441.2, 1,818,934.0]``: the bootstrap interval of one percentile of a summary row."""
+    return f"[{row[f'{name}_lo_us']:,.1f}, {row[f'{name}_hi_us']:,.1f}]"
+
+
 def summarise(batches: pd.DataFrame, *, n_boot: int = 200, seed: int = 0) -> pd.DataFrame:
     """One row per policy (in the order they appear in ``batches``)."""
     rows = []
