@@ -44,8 +44,8 @@ from pathlib import Path
 from cgdr_des.errors import InputError
 
 MANIFEST = "manifest.json"
-#: files a reader never reads (the plots, drawn from the frames): listed, not required
-DERIVED = (".png",)
+#: files a reader never reads (the plots and the page, drawn from the frames): listed, not required
+DERIVED = (".png", "index.html")
 WRITE_NEEDS = "a file system with room for the output; nothing was written"
 TOOL = "cgdr-des"
 #: files that mark a directory written by cgdr-des before manifests existed (a run's)
