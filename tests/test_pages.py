@@ -108,14 +108,14 @@ def test_plot_rewrites_the_run_page_and_keeps_its_command_line(tmp_path, stubbed
     out = tmp_path / "run"
     invoke("run", scenario_file(tmp_path, GOOD), "--out", out)
     before = (out / "index.html").read_text(encoding="utf-8")
-    (out / "index.html").unlink()
+    line = 'name="cgdr-des-command-line"'
+    recorded = [x for x in before.splitlines() if line in x]
+    (out / "index.html").write_text(recorded[0] + "\nstale", encoding="utf-8")  # a page plot must replace
     for png in out.glob("*.png"):
         png.unlink()
     invoke("plot", out)
     check_page(out)
     after = (out / "index.html").read_text(encoding="utf-8")
-    line = 'name="cgdr-des-command-line"'
-    recorded = [x for x in before.splitlines() if line in x]
     assert len(recorded) == 1 and " run " in recorded[0] and str(out) in recorded[0]
     assert [x for x in after.splitlines() if line in x] == recorded  # not plot's own command line
 

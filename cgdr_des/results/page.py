@@ -187,7 +187,9 @@ def us(v: float) -> str:
 
 def command_line() -> str:
     """This process's command line as ``cgdr-des ...`` (shell-quoted)."""
-    args = sys.argv[1:] if Path(sys.argv[0]).name in ("cgdr-des", "__main__.py") else None
+    argv0 = Path(sys.argv[0]) if sys.argv else Path()
+    ours = argv0.name == "cgdr-des" or (argv0.name == "__main__.py" and argv0.parent.name == "cgdr_des")
+    args = sys.argv[1:] if ours else None  # else called in-process (tests, a notebook): click's context says
     if args is None:
         try:
             import click
