@@ -214,6 +214,10 @@ def previous_cmdline(directory: Path) -> str | None:
     return html.unescape(m.group(1)) if m else None
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 def _e(text) -> str:
     return html.escape(str(text), quote=True)
 
@@ -244,7 +248,8 @@ def describe_run(d: Path) -> Page:
     answer = [f"The makespan is {us(s['makespan_us'])} ({int(s['makespan_cycles']):,} cycles), "
               f"{s['makespan_cycles'] / s['lower_bound_cycles']:.2f}× the lower bound; imbalance "
               f"{s['imbalance']:.3f} (slowest core finish ÷ mean).",
-              f"Core {int(crit['core'])} finishes last: {int(crit['items'])} items, {int(crit['tokens']):,} tokens "
+              f"Core {int(crit['core'])} finishes last: {_count(int(crit['items']), 'item')}, "
+              f"{int(crit['tokens']):,} tokens "
               f"(mean {mean_tokens:,.1f} per core); pipe {top} is busy {us(crit[f'busy_{top}'] / clock)}, "
               f"{share:.0%} of its time, the most of any pipe."]
     if (d / "range" / "interval.json").is_file():
