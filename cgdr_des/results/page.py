@@ -81,7 +81,7 @@ FALLBACK_CAPTION = "A plot drawn from this directory's frames (docs/frames.md sa
 STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:1em auto;padding:0 1em;color:#222}
 h1{font-size:1.5em}h2{font-size:1.15em;border-bottom:1px solid #ccc;margin-top:1.6em}
 p.answer{font-size:1.1em;background:#f3f6fa;border-left:4px solid #3b6ea5;padding:.6em .9em}
-table{border-collapse:collapse;margin:.4em 0 1em;font-size:.9em}
+div.table{overflow-x:auto}table{border-collapse:collapse;margin:.4em 0 1em;font-size:.9em}
 th,td{border:1px solid #ddd;padding:.2em .6em;text-align:right}th{background:#f4f4f4}
 dl{display:grid;grid-template-columns:max-content auto;gap:.15em 1em}dt{font-weight:600}dd{margin:0}
 figure{margin:1em 0}figure img{max-width:100%;border:1px solid #eee}figcaption{color:#444}
@@ -125,7 +125,7 @@ def write_page(directory: str | Path, *, command: str, what_ran: dict[str, str],
     for name, frame in tables.items():
         if len(frame):
             parts += [f"<h2>{_e(name)}</h2>", styled(frame)]
-    pngs = sorted(directory.rglob("*.png"), key=lambda p: (len(p.relative_to(directory).parts), str(p)))
+    pngs = sorted(directory.rglob("*.png"), key=lambda p: _plot_order(directory, p))
     if pngs:
         parts.append("<h2 id=\"plots\">Plots</h2>")
     for png in pngs:
@@ -141,6 +141,14 @@ def write_page(directory: str | Path, *, command: str, what_ran: dict[str, str],
     return target
 
 
+def _plot_order(directory: Path, png: Path) -> tuple:
+    """The directory's own plots before its subdirectories', each in :data:`CAPTIONS` order (the answer first)."""
+    keys = list(CAPTIONS)
+    stem = re.sub(r"\d+$", "", png.name.removesuffix(".png"))
+    rank = keys.index(png.name) if png.name in keys else keys.index(stem) if stem in keys else len(keys)
+    return len(png.relative_to(directory).parts), str(png.parent), rank, png.name
+
+
 def caption_of(name: str, captions: dict[str, str] | None = None) -> str:
     """The caption of a PNG file name (``gantt_core3.png`` takes ``gantt_core``'s)."""
     captions = CAPTIONS if captions is None else captions
@@ -152,11 +160,11 @@ def caption_of(name: str, captions: dict[str, str] | None = None) -> str:
 
 def styled(frame: pd.DataFrame) -> str:
     """A frame as an HTML table through pandas ``Styler``, numbers formatted by :func:`number`."""
-    return frame.style.format(number).hide(axis="index").to_html()
+    return f'<div class="table">{frame.style.format(number).hide(axis="index").to_html()}</div>'
 
 
 def number(v) -> str:
-    """Integers with thousands separators; floats with 1 decimal from 100 up, else 3 decimals."""
+    """Integers with thousands separators; floats with 1 decimal from 100 up, 3 decimals from 0.01, else 3 digits."""
     if v is None or isinstance(v, bool | np.bool_):
         return str(v)
     if isinstance(v, numbers.Integral):
@@ -165,7 +173,7 @@ def number(v) -> str:
         v = float(v)
         if math.isnan(v):
             return "–"
-        return f"{v:,.1f}" if abs(v) >= 100 else f"{v:.3f}"
+        return f"{v:,.1f}" if abs(v) >= 100 else f"{v:.3f}" if abs(v) >= 0.01 or v == 0 else f"{v:.3g}"
     return str(v)
 
 
