@@ -189,6 +189,18 @@ def test_sensitivity_page_names_the_interval_and_the_strongest_field(tmp_path, m
     assert f"[{lo:,.1f} µs, {hi:,.1f} µs]" in answer and f"{top} moves it most" in answer
 
 
+def test_run_with_range_page_inlines_the_tornado_and_names_the_interval(tmp_path, stubbed, monkeypatch):
+    import cgdr_des.cli.sensitivity as cli_sens
+
+    monkeypatch.setattr(cli_sens, "sensitivity_of", _sensitivity_stub)
+    out = tmp_path / "run"
+    invoke("run", scenario_file(tmp_path, GOOD), "--out", out, "--with-range")
+    answer = check_page(out)
+    assert (out / "range" / "tornado.png").is_file()  # inline too: check_page counts every PNG below out
+    interval = json.loads((out / "range" / "interval.json").read_text())
+    assert f"[{interval['low_us']:,.1f} µs, {interval['high_us']:,.1f} µs]" in answer
+
+
 def test_measured_page_names_the_hypothesis_that_fits(tmp_path, monkeypatch):
     import cgdr_des.measured as measured
 
@@ -208,6 +220,7 @@ def test_measured_page_names_the_hypothesis_that_fits(tmp_path, monkeypatch):
     answer = check_page(out, plots=False)  # its plot comes with issue 25 item 4
     v = pd.DataFrame(json.loads((out / "verdicts.json").read_text()))
     best = v.loc[v["n_inside"].idxmax()]
+    assert (v["n_inside"] == best["n_inside"]).sum() == 1  # the stub makes one hypothesis fit
     assert f"fit {best['hypothesis']} best ({int(best['n_inside'])} of {int(best['n'])} inside)" in answer
 
 

@@ -388,9 +388,13 @@ def describe_measured(d: Path) -> Page:
                       f"interval; constant factor {r['factor']:.2f}"
                       + (f"; {' or '.join(explains)} explains every shape." if explains else "."))
     if len(ran):
-        best = ran.loc[ran["n_inside"].astype(int).idxmax()]
-        answer.insert(0, f"The measurements fit {best['hypothesis']} best ({int(best['n_inside'])} of "
-                         f"{int(best['n'])} inside).")
+        inside = ran["n_inside"].astype(int)
+        best = ran[inside == inside.max()]
+        if inside.max() == 0:
+            answer.insert(0, "No hypothesis's predicted interval holds any of the measurements.")
+        else:
+            answer.insert(0, f"The measurements fit {' and '.join(best['hypothesis'])} best "
+                             f"({inside.max()} of {int(best['n'].iloc[0])} inside).")
     cols = ["shape", "hypothesis", "measured_us", "predicted_us", "predicted_low_us", "predicted_high_us", "inside",
             "measured_over_device"]
     return Page(what, answer, {"Verdicts": v.drop(columns=[c for c in ("error",) if c in v and not v[c].any()]),
