@@ -24,7 +24,8 @@
   out ``out`` itself.
 
 :func:`check_complete` is what readers call: every data file the manifest lists must exist with
-exactly its size and hash (the PNG plots are listed but not required: ``plot`` redraws them).
+exactly its size and hash (the PNG plots and index.html are listed but not required: ``plot`` redraws
+them).
 Every refusal is an :class:`~cgdr_des.errors.InputError` on ``field`` (``--out`` on the CLI).
 """
 
