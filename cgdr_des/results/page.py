@@ -115,7 +115,8 @@ def write_page(directory: str | Path, *, command: str, what_ran: dict[str, str],
     directory = Path(directory)
     captions = {**CAPTIONS, **(captions or {})}
     what_ran = {**what_ran, "cgdr-des": version()}
-    title = f"cgdr-des {command}: {what_ran.get('scenario', directory.name)}"
+    about = what_ran.get("scenario") or what_ran.get("sweep")  # not the directory: it is a staging name
+    title = f"cgdr-des {command}" + (f": {about}" if about else "")
     parts = [f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{_e(title)}</title>",
              f"<meta name=\"cgdr-des-command-line\" content=\"{_e(what_ran.get('command line', ''))}\">",
              f"<style>{STYLE}</style></head><body>", f"<h1>{_e(title)}</h1>",
