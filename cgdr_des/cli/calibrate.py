@@ -48,6 +48,7 @@ def calibrate(measurements: str, fields: str, out: Path, no_loo: bool, force: bo
             (staging / "profile.toml").write_text(dump_profile(doc), encoding="utf-8")
             res.points.to_csv(staging / "residuals.csv", index=False)
             (staging / "fit.json").write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
+        common.write_page(target, staging, "calibrate")
     for name in names:
         click.echo(f"fitted     {name}: {res.nominal[name]} -> {res.fitted[name]}")
     for _, r in res.points.iterrows():

@@ -100,6 +100,14 @@ def time_unit(stream=None) -> str:
     return "µs"
 
 
+def write_page(target: OutputDir, directory: Path, command: str) -> None:
+    """``index.html`` of ``command``'s output in ``directory`` (``results/page.py``), last in the staged write."""
+    from cgdr_des.results.page import write_index
+
+    with target.writing():
+        write_index(directory, command)
+
+
 def summary_lines(result) -> list[str]:
     """The three console lines that describe a run: what ran, its makespan, its balance."""
     s = result.summary.iloc[0]

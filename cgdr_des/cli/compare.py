@@ -63,6 +63,7 @@ def compare(scenario: str, more_buffer_nums: tuple[int, ...], buffer_nums: tuple
             rows.append((name, fields, tiling, results.get(name), status))
         with target.writing():
             table = _write(results, rows, staging, any(n.startswith("buffer_num_") for n in results))
+        common.write_page(target, staging, "compare")
     _report(table, out, list(results))
 
 
@@ -155,6 +156,7 @@ def _compare_kernels(base, versions: list[str], out: Path, force: bool, max_memo
         for name, frame in cmp._asdict().items():
             frame.to_csv(staging / f"kernels_{name}.csv", index=False)
             frame.to_parquet(staging / f"kernels_{name}.parquet", index=False)
+        common.write_page(target, staging, "compare")
     click.echo(cmp.summary.to_string(index=False))
     click.echo(cmp.pipes.pivot(index="pipe", columns="kernel_version", values="busy_cycles").fillna(0)
                .astype("int64").to_string())

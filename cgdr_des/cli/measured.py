@@ -57,6 +57,7 @@ def measured(measurements: Path, out: Path, hypotheses: str, force: bool) -> Non
             df.to_csv(staging / "measured.csv", index=False)
             (staging / "verdicts.json").write_text(json.dumps(v.to_dict(orient="records"), indent=2) + "\n",
                                                    encoding="utf-8")
+        common.write_page(target, staging, "measured")
     for _, r in df.iterrows():
         if r["error"]:
             click.echo(f"shape      {r['shape']:<17} {r['hypothesis']:<14} measured {r['measured_us']:>9,.0f} us  "

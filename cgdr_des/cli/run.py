@@ -36,4 +36,5 @@ def run(scenario: str, out: Path, csv: bool, with_range: bool, force: bool, max_
 
             with target.writing():
                 print_range(sc, staging / "range")
+        common.write_page(target, staging, "run")
     click.echo(f"outputs    {out}: {', '.join(sorted(p.name for p in written.values()))}")

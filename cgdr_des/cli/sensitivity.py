@@ -65,6 +65,7 @@ def sensitivity(scenario: str, out: Path, fields: str | None, samples: int, seed
         res = sensitivity_of(sc, names, samples, seed)
         with target.writing():
             paths = write_sensitivity(res, staging)
+        common.write_page(target, staging, "sensitivity")
     click.echo(interval_line(res))
     for name, row in tornado_table(res).head(TOP_LINES).iterrows():
         click.echo(f"  {name:<40} low end {row['low']:+7.2f} %   high end {row['high']:+7.2f} %")

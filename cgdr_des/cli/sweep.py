@@ -61,7 +61,7 @@ def sweep(ctx: click.Context, sweep_file: str | None, out: Path | None, workers:
 
 
 def _run(spec, out: Path, workers: int | None, scheduler: str | None, force: bool, max_points: int | None):
-    from cgdr_des.cli.common import output_dir
+    from cgdr_des.cli.common import output_dir, write_page
     from cgdr_des.sweep import expand, make_executor, run_sweep
 
     points = expand(spec, whole=True)  # every point validated before --out is touched
@@ -70,6 +70,7 @@ def _run(spec, out: Path, workers: int | None, scheduler: str | None, force: boo
     with target, target.writing(), make_executor(scheduler, workers) as executor, \
             SweepProgress(executor.name) as bar:
         report = run_sweep(spec, out, executor, force=force, max_points=max_points, progress=bar, points=points)
+        write_page(target, out, "sweep")
     s = report.status
     click.echo(f"sweep      {spec.name}: {_total(s)} points, {report.ran} run now, {report.skipped} already "
                f"stored ({executor.name})")

@@ -48,6 +48,7 @@ def tail(scenario: str, out: Path, batches: int | None, policies: tuple[str, ...
             result = run_study(sc, batches=batches, policies=names, progress=Progress())
         with target.writing():
             written = write_study(result, staging)
+        common.write_page(target, staging, "tail")
     for line in study_lines(result):
         click.echo(line)
     click.echo(f"outputs    {out}: {', '.join(sorted(p.name for p in written.values()))}")

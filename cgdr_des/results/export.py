@@ -8,12 +8,13 @@ Directory layout written by ``write_results`` (every file optional except the fr
 - ``outputs.npz`` — ``out`` and ``final_state`` when numerics produced them;
 - ``trace.json`` — the Chrome trace (options from the scenario's ``[sim]`` table);
 - ``core_load.png``, ``finish_cdf.png``, ``gantt_core{N}.png`` — options from ``[output]``.
+- ``index.html`` — the one page that shows the answer, the tables and every plot (``results/page.py``).
 
 - ``manifest.json`` — written last: every file with its size and sha256 (``results/outdir.py``).
 
 The directory is staged and renamed into place (``results/outdir.py``): it is complete or absent.
 ``read_result`` and ``replot`` refuse a directory whose files do not match its manifest.
-``replot(out_dir)`` redraws the PNGs from the saved frames, meta and scenario alone.
+``replot(out_dir)`` redraws the PNGs and the page from the saved frames, meta and scenario alone.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from cgdr_des.results.outdir import OutputDir, Redraw, check_complete
+from cgdr_des.results.page import write_index
 from cgdr_des.results.plots import plot_run
 from cgdr_des.results.result import Result
 from cgdr_des.results.trace import trace_from_result, trace_notes, write_trace
@@ -44,6 +46,7 @@ def write_results(result: Result, out_dir: str | Path, *, csv: bool = False, tra
     target = OutputDir(out, force=force, field="out_dir")
     with target as staging, target.writing():
         written, _ = write_files(result, staging, csv=csv, trace=trace, plots=plots)
+        written["index"] = write_index(staging, "run")
     return {label: out / path.relative_to(staging) for label, path in written.items()}
 
 
@@ -140,6 +143,7 @@ def replot(out_dir: str | Path, *, field: str = "out_dir", gantt: Callable[[Resu
         result = read_result(staging, field=field)
         options = gantt(result) if gantt else _gantt_options(result.scenario)
         drawn, gantt_notes = plot_run(result, staging, **options)
+        write_index(staging, "run", redraw=True)  # the page beside the plots it inlines
     if notes is not None:
         notes.extend(gantt_notes)
     return [out / path.name for path in drawn]

@@ -24,7 +24,8 @@
   out ``out`` itself.
 
 :func:`check_complete` is what readers call: every data file the manifest lists must exist with
-exactly its size and hash (the PNG plots are listed but not required: ``plot`` redraws them).
+exactly its size and hash (the PNG plots and index.html are listed but not required: ``plot`` redraws
+them).
 Every refusal is an :class:`~cgdr_des.errors.InputError` on ``field`` (``--out`` on the CLI).
 """
 
@@ -44,8 +45,8 @@ from pathlib import Path
 from cgdr_des.errors import InputError
 
 MANIFEST = "manifest.json"
-#: files a reader never reads (the plots, drawn from the frames): listed, not required
-DERIVED = (".png",)
+#: files a reader never reads (the plots and the page, drawn from the frames): listed, not required
+DERIVED = (".png", "index.html")
 WRITE_NEEDS = "a file system with room for the output; nothing was written"
 TOOL = "cgdr-des"
 #: files that mark a directory written by cgdr-des before manifests existed (a run's)
