@@ -46,18 +46,16 @@ CAPTIONS = {
     "tornado.png": "Makespan change at each end of each ranged profile field, widest first: the top bars "
                    "are the fields worth measuring.",
     # tail (results/tail_plots.py)
-    "makespan_cdf.png": "Makespan distribution per policy: the curve furthest left at the top is the best "
-                        "policy in the tail.",
-    "makespan_ccdf.png": "1 − CDF of the makespan on a log axis: read p99 at 10⁻² and p99.9 at 10⁻³; "
-                         "the lowest curve there has the shortest tail.",
-    "percentiles.png": "p50 … p99.9 of the makespan per policy with bootstrap intervals: non-overlapping "
-                       "bars at p99 are a real difference.",
+    "makespan_cdf.png": "1 − CDF of the makespan per policy on a log axis (p50, p99, p99.9 marked): read p99 "
+                        "at 10⁻² and p99.9 at 10⁻³; the lowest curve there has the shortest tail.",
+    "makespan_percentiles.png": "p50 … p99.9 of the makespan per policy with bootstrap intervals: "
+                                "non-overlapping bars at p99 are a real difference.",
     "makespan_over_lb.png": "Makespan ÷ lower bound per policy: mass at 1.0 means the policy reached the "
                             "bound; a right tail is what it loses.",
     "load_balance.png": "Core busy time ÷ the batch mean, pooled over batches: narrow around 1.0 is a "
                         "balanced policy.",
-    "makespan_vs_max_seqlen.png": "Makespan against the longest sequence of the batch: where a policy "
-                                  "rises above the others, long sequences hurt it.",
+    "makespan_vs_max_seqlen.png": "Median makespan (p10–p90 band) against the longest sequence of the batch: "
+                                  "where a policy rises above the others, long sequences hurt it.",
     # compare (results/compare_plots.py, results/plots.py)
     "critical_path.png": "Where the critical core's time goes per setting: the biggest part is the bounding "
                          "pipe; the hatched part is what overlapping DMA could save at most.",
