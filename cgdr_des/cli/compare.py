@@ -155,7 +155,11 @@ def _compare_kernels(base, versions: list[str], out: Path, force: bool, max_memo
         for name, frame in cmp._asdict().items():
             frame.to_csv(staging / f"kernels_{name}.csv", index=False)
             frame.to_parquet(staging / f"kernels_{name}.parquet", index=False)
+        from cgdr_des.results.redraw import draw_compare
+
+        draw_compare(staging)  # kernels_pipes.png, from the frames just written (as `plot` redraws it)
     click.echo(cmp.summary.to_string(index=False))
-    click.echo(cmp.pipes.pivot(index="pipe", columns="kernel_version", values="busy_cycles").fillna(0)
+    click.echo(cmp.pipes.pivot(index="pipe", columns="kernel_version", values="busy_cycles_mean_per_core").fillna(0)
                .astype("int64").to_string())
-    click.echo(f"outputs    {out}: kernels_summary, kernels_phases, kernels_pipes, kernels_counts (.csv, .parquet)")
+    click.echo(f"outputs    {out}: kernels_summary, kernels_phases, kernels_pipes, kernels_counts (.csv, .parquet), "
+               "kernels_pipes.png")

@@ -140,9 +140,12 @@ def replot(out_dir: str | Path, *, field: str = "out_dir", gantt: Callable[[Resu
         result = read_result(staging, field=field)
         options = gantt(result) if gantt else _gantt_options(result.scenario)
         drawn, gantt_notes = plot_run(result, staging, **options)
+        from cgdr_des.results.redraw import draw_run_range
+
+        drawn = [*drawn, *draw_run_range(staging)]  # run --with-range: its range/ study's plots
     if notes is not None:
         notes.extend(gantt_notes)
-    return [out / path.name for path in drawn]
+    return [out / path.relative_to(staging) for path in drawn]
 
 
 def _scenario_dict(result: Result) -> dict[str, Any] | None:
