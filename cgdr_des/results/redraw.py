@@ -32,11 +32,10 @@ def draw_compare(directory: Path) -> list[Path]:
         return [plot_kernel_pipes(pd.read_parquet(directory / "kernels_summary.parquet"),
                                   pd.read_parquet(directory / "kernels_pipes.parquet"), directory / FILE)]
     from cgdr_des.results.compare_plots import plot_chunk_gantt, plot_critical_path
-    from cgdr_des.results.export import read_result
     from cgdr_des.results.plots import plot_buffer_compare, plot_run
 
     table = pd.read_parquet(directory / "compare.parquet")
-    results = {name: read_result(directory / name) for name in table["setting"] if (directory / name).is_dir()}
+    results = {name: _setting(directory / name) for name in table["setting"] if (directory / name).is_dir()}
     drawn = [plot_critical_path(table, directory / "critical_path.png")]
     if results:
         drawn.append(plot_chunk_gantt(results, directory / "chunk_gantt.png"))
@@ -50,6 +49,19 @@ def draw_compare(directory: Path) -> list[Path]:
                                 gantt_window=output.get("gantt_window"))
             drawn += list(paths)
     return drawn
+
+
+def _setting(directory: Path):
+    """One setting's run inside a comparison (its files are covered by the comparison's manifest,
+    checked by the caller): the frames, meta and scenario the plots need."""
+    from cgdr_des.results.export import SCENARIO_FILE, read_frames, read_meta
+    from cgdr_des.results.result import Result
+
+    saved = read_meta(directory)
+    scenario_file = directory / SCENARIO_FILE
+    scenario = json.loads(scenario_file.read_text(encoding="utf-8")) if scenario_file.is_file() else None
+    return Result(**read_frames(directory), outputs={"out": None, "final_state": None}, scenario=scenario,
+                  tiling=saved.get("tiling"), meta=saved["meta"])
 
 
 def draw_tail(directory: Path) -> list[Path]:
@@ -68,8 +80,7 @@ def draw_measured(directory: Path) -> list[Path]:
     """Predicted against measured, from ``measured.csv`` and ``verdicts.json``."""
     from cgdr_des.results.measured_plots import FILE, plot_measured
 
-    df = pd.read_csv(directory / "measured.csv", keep_default_na=False, na_values=[""])
-    df["error"] = df["error"].fillna("").astype(str)
+    df = pd.read_csv(directory / "measured.csv", dtype={"error": str}, keep_default_na=False)
     verdicts = pd.DataFrame(json.loads((directory / "verdicts.json").read_text(encoding="utf-8")))
     return [plot_measured(df, verdicts, directory / FILE)]
 
