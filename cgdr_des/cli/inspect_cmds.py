@@ -66,12 +66,8 @@ def plot(directory: Path, core: int | None, window: str | None) -> None:
     gantt_core / gantt_window)."""
     from functools import partial
 
-    from cgdr_des.results.export import replot
-    from cgdr_des.results.plots import gantt_choice, parse_window_us
-    from cgdr_des.results.redraw import is_run, redraw
+    from cgdr_des.results.redraw import is_run, redraw  # light: matplotlib and pandas load when drawing
 
-    if window is not None:
-        parse_window_us(window)  # a malformed window is refused before the frames are read
     if not is_run(directory):
         if core is not None or window is not None:
             raise InputError("--core" if core is not None else "--window", core if core is not None else window,
@@ -79,6 +75,11 @@ def plot(directory: Path, core: int | None, window: str | None) -> None:
         for path in redraw(directory, field="DIRECTORY"):  # refuses what no cgdr-des command wrote
             click.echo(str(path))
         return
+    from cgdr_des.results.export import replot
+    from cgdr_des.results.plots import gantt_choice, parse_window_us
+
+    if window is not None:
+        parse_window_us(window)  # a malformed window is refused before the frames are read
     choose = partial(gantt_choice, core=core, window=window) if core is not None or window is not None else None
     notes: list[str] = []
     for path in replot(directory, field="DIRECTORY", gantt=choose, notes=notes):  # refuses an incomplete directory

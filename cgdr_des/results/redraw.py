@@ -18,14 +18,14 @@ from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 
-import pandas as pd
-
 from cgdr_des.errors import InputError
 from cgdr_des.results.outdir import ANY, OutputDir, Redraw, output_owner
 
 
 def draw_compare(directory: Path) -> list[Path]:
     """``compare --kernel``: the per-pipe bars; otherwise the comparison plots and each setting's run plots."""
+    import pandas as pd
+
     if (directory / "kernels_summary.parquet").is_file():
         from cgdr_des.results.kernels_plots import FILE, plot_kernel_pipes
 
@@ -66,6 +66,8 @@ def _setting(directory: Path):
 
 def draw_tail(directory: Path) -> list[Path]:
     """The tail study's plots from its frames and ``study.json``."""
+    import pandas as pd
+
     from cgdr_des.results.tail_plots import plot_study
 
     study = SimpleNamespace(batches=pd.read_parquet(directory / "batches.parquet"),
@@ -78,6 +80,8 @@ def draw_tail(directory: Path) -> list[Path]:
 
 def draw_measured(directory: Path) -> list[Path]:
     """Predicted against measured, from ``measured.csv`` and ``verdicts.json``."""
+    import pandas as pd
+
     from cgdr_des.results.measured_plots import FILE, plot_measured
 
     df = pd.read_csv(directory / "measured.csv", dtype={"error": str}, keep_default_na=False)
@@ -87,6 +91,8 @@ def draw_measured(directory: Path) -> list[Path]:
 
 def draw_calibrate(directory: Path) -> list[Path]:
     """Residuals before and after the fit and leave-one-out, from ``residuals.csv`` and ``fit.json``."""
+    import pandas as pd
+
     from cgdr_des.results.calibrate_plots import FILE, plot_calibration
 
     fit = json.loads((directory / "fit.json").read_text(encoding="utf-8"))
@@ -95,6 +101,8 @@ def draw_calibrate(directory: Path) -> list[Path]:
 
 def draw_sensitivity(directory: Path) -> list[Path]:
     """The tornado and the joint samples' makespans, from ``samples.parquet`` and ``interval.json``."""
+    import pandas as pd
+
     from cgdr_des.results.sensitivity_plots import FILE, plot_joint_makespan
     from cgdr_des.timing.sensitivity import Sensitivity
     from cgdr_des.timing.tornado import plot_tornado
@@ -113,6 +121,8 @@ def draw_run_range(directory: Path) -> list[Path]:
 def draw_sweep(directory: Path, target: Path | None = None) -> list[Path]:
     """The summary metric against each parameter, from ``summary.parquet`` and ``sweep.json``;
     written to ``target`` (default: ``directory/sweep_summary.png``)."""
+    import pandas as pd
+
     from cgdr_des.results.sweep_plots import FILE, plot_sweep_summary
 
     info = json.loads((directory / "sweep.json").read_text(encoding="utf-8"))
@@ -124,6 +134,12 @@ def draw_sweep(directory: Path, target: Path | None = None) -> list[Path]:
                                name=info.get("name", ""))]
 
 
+#: command -> the files its plots are drawn from (checked before anything heavy is imported)
+NEEDS: dict[str, tuple[str, ...]] = {
+    "tail": ("batches.parquet", "core_finish.parquet", "tail_summary.parquet", "checks.csv", "study.json"),
+    "measured": ("measured.csv", "verdicts.json"), "calibrate": ("residuals.csv", "fit.json"),
+    "sensitivity": ("samples.parquet", "interval.json"),
+}
 #: command -> the function that draws its directory's plots (``run`` is ``export.replot``'s)
 DRAWERS: dict[str, Callable[[Path], list[Path]]] = {
     "compare": draw_compare, "tail": draw_tail, "measured": draw_measured, "calibrate": draw_calibrate,
@@ -140,8 +156,18 @@ def redraw(directory: str | Path, *, field: str = "DIRECTORY") -> list[Path]:
     if command not in DRAWERS:
         raise InputError(field, str(out), "a directory written by cgdr-des (run, compare, tail, measured, "
                          "calibrate, sensitivity or sweep)")
+    kernels = (out / "kernels_summary.parquet").is_file()
+    needs = NEEDS.get(command) or (("kernels_summary.parquet", "kernels_pipes.parquet") if kernels
+                                   else ("compare.parquet",))
+    for name in needs:
+        if not (out / name).is_file():
+            raise InputError(field, str(out), f"a complete '{command}' output ({name} is missing)")
     with Redraw(out, field=field, command=command) as staging:
-        drawn = DRAWERS[command](staging)
+        try:
+            drawn = DRAWERS[command](staging)
+        except FileNotFoundError as exc:  # listed and complete, yet not what the command writes
+            name = Path(exc.filename or "a file").name
+            raise InputError(field, str(out), f"a complete '{command}' output ({name} is missing)") from None
     return [out / p.relative_to(staging) for p in drawn]
 
 

@@ -29,12 +29,12 @@ def plot_joint_makespan(runs: pd.DataFrame, summary: dict, path: str | Path) -> 
     joint = runs.loc[runs["kind"] == "lhs", "makespan_us"].to_numpy(np.float64)
     if joint.size:
         edges = np.linspace(lo, hi, 31) if hi > lo else 10
-        ax.hist(joint, bins=edges, color="tab:blue", alpha=0.8, label=f"{joint.size} joint samples")
+        ax.hist(joint, bins=edges, color="tab:blue", alpha=0.8, label=_count(joint.size, "joint sample"))
     else:
         ax.text(0.5, 0.5, "no joint samples (--samples 0)", transform=ax.transAxes, ha="center", color="dimgray")
     oat = runs.loc[runs["kind"] == "oat", "makespan_us"].to_numpy(np.float64)
     ax.plot(oat, np.zeros_like(oat), "|", color="tab:red", ms=14, mew=1.5,
-            label=f"{oat.size} one-at-a-time ends", clip_on=False)
+            label=_count(oat.size, "one-at-a-time end"), clip_on=False)
     ax.axvline(nom, color="black", lw=1.2, label=f"nominal {nom:,.1f} µs")
     ax.set_xlabel("makespan, µs")
     ax.set_ylabel("joint samples")
@@ -42,5 +42,9 @@ def plot_joint_makespan(runs: pd.DataFrame, summary: dict, path: str | Path) -> 
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
     ax.set_title(f"{summary['scenario']}: makespan over the ranged profile fields "
-                 f"({len(summary['params'])} fields, seed {summary['seed']})", fontsize=10)
+                 f"({_count(len(summary['params']), 'field')}, seed {summary['seed']})", fontsize=10)
     return save_figure(fig, path)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"

@@ -18,6 +18,8 @@ from cgdr_des.results.plots import save_figure
 FILE = "sweep_summary.png"
 #: the metric drawn: the first of these the summary holds
 METRICS = ("p99_us", "makespan_us")
+MARKERS = ("o", "s", "^", "D", "v", "x")
+DASHES = ("-", "--", ":", "-.")
 #: lines one panel labels; past that the legend says how many more
 MAX_LINES = 12
 #: parameters that only tell replications apart: averaged over, never an axis
@@ -60,7 +62,9 @@ def _panel(ax, summary: pd.DataFrame, param: str, others: list[str], metric: str
         label = ", ".join(f"{k}={v}" for k, v in zip(keys, key, strict=False) if k is not None) or metric
         categorical = not pd.api.types.is_numeric_dtype(summary[param])
         x = np.arange(len(mean)) if categorical else mean.index.to_numpy()
-        ax.plot(x, mean.to_numpy(), marker="o", ms=4, label=label if drawn < MAX_LINES else None)
+        # markers and dashes vary so that lines that coincide (policies that agree) stay visible
+        ax.plot(x, mean.to_numpy(), marker=MARKERS[drawn % len(MARKERS)], ms=5, ls=DASHES[drawn % len(DASHES)],
+                mfc="none", label=label if drawn < MAX_LINES else None)
         if categorical:
             ax.set_xticks(x, [str(v) for v in mean.index])
         drawn += 1
