@@ -48,7 +48,7 @@ def calibrate(measurements: str, fields: str, out: Path, no_loo: bool, force: bo
             (staging / "profile.toml").write_text(dump_profile(doc), encoding="utf-8")
             res.points.to_csv(staging / "residuals.csv", index=False)
             (staging / "fit.json").write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
-            from cgdr_des.results.redraw import draw_calibrate
+            from cgdr_des.cli.redraw import draw_calibrate
 
             draw_calibrate(staging)  # calibration.png, from the files just written (as `plot` redraws it)
     for name in names:

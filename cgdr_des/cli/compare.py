@@ -155,7 +155,7 @@ def _compare_kernels(base, versions: list[str], out: Path, force: bool, max_memo
         for name, frame in cmp._asdict().items():
             frame.to_csv(staging / f"kernels_{name}.csv", index=False)
             frame.to_parquet(staging / f"kernels_{name}.parquet", index=False)
-        from cgdr_des.results.redraw import draw_compare
+        from cgdr_des.cli.redraw import draw_compare
 
         draw_compare(staging)  # kernels_pipes.png, from the frames just written (as `plot` redraws it)
     click.echo(cmp.summary.to_string(index=False))

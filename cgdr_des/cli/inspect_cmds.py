@@ -66,7 +66,7 @@ def plot(directory: Path, core: int | None, window: str | None) -> None:
     gantt_core / gantt_window)."""
     from functools import partial
 
-    from cgdr_des.results.redraw import is_run, redraw  # light: matplotlib and pandas load when drawing
+    from cgdr_des.cli.redraw import draw_run_range, is_run, redraw  # light: matplotlib, pandas load when drawing
 
     if not is_run(directory):
         if core is not None or window is not None:
@@ -82,7 +82,8 @@ def plot(directory: Path, core: int | None, window: str | None) -> None:
         parse_window_us(window)  # a malformed window is refused before the frames are read
     choose = partial(gantt_choice, core=core, window=window) if core is not None or window is not None else None
     notes: list[str] = []
-    for path in replot(directory, field="DIRECTORY", gantt=choose, notes=notes):  # refuses an incomplete directory
+    # refuses an incomplete directory; extra: a run --with-range's range/ plots, in the same swap
+    for path in replot(directory, field="DIRECTORY", gantt=choose, notes=notes, extra=draw_run_range):
         click.echo(str(path))
     for note in notes:
         click.echo(f"note       {note}", err=True)

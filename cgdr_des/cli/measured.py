@@ -57,7 +57,7 @@ def measured(measurements: Path, out: Path, hypotheses: str, force: bool) -> Non
             df.to_csv(staging / "measured.csv", index=False)
             (staging / "verdicts.json").write_text(json.dumps(v.to_dict(orient="records"), indent=2) + "\n",
                                                    encoding="utf-8")
-            from cgdr_des.results.redraw import draw_measured
+            from cgdr_des.cli.redraw import draw_measured
 
             draw_measured(staging)  # measured.png, from the files just written (as `plot` redraws it)
     for _, r in df.iterrows():

@@ -13,10 +13,11 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from cgdr_des.kernels_compare import BUSY
 from cgdr_des.results.plots import PIPE_ORDER, save_figure
 
 FILE = "kernels_pipes.png"
+#: the busy column of ``kernels_pipes`` (``kernels_compare.BUSY``; results sit below it in the layers)
+BUSY = "busy_cycles_mean_per_core"
 
 
 def plot_kernel_pipes(summary: pd.DataFrame, pipes: pd.DataFrame, path: str | Path) -> Path:
