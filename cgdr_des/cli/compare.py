@@ -43,7 +43,9 @@ def compare(scenario: str, more_buffer_nums: tuple[int, ...], buffer_nums: tuple
 
     Each run goes to OUT/<setting>/ (OUT/buffer_num_<n>/ for --buffer-num); the table to
     OUT/compare.csv and OUT/compare.parquet, the plots to OUT/critical_path.png, OUT/chunk_gantt.png
-    and, with --buffer-num, OUT/buffer_compare.png.
+    and, with --buffer-num, OUT/buffer_compare.png. With --kernel: the frames OUT/kernels_summary,
+    kernels_phases, kernels_pipes, kernels_counts (.csv, .parquet) and the plot OUT/kernels_pipes.png
+    (per pipe, one core's mean busy µs under each program).
     """
     base = load_with_overrides(scenario, sets, seed)
     if kernels:
