@@ -41,7 +41,8 @@ def calibrate(measurements: str, fields: str, out: Path, no_loo: bool, force: bo
         ev = problem.evaluators[0]
         note = f"cgdr-des calibrate {Path(measurements).name} ({len(ms)} points, fields {','.join(names)})"
         doc = fitted_profile_doc(ev.scenario.profile_ref(), ev.profile, res.fitted, note)
-        summary = {"fields": names, "nominal": res.nominal, "fitted": res.fitted, "loss": res.loss,
+        summary = {"profile": ev.scenario.hardware.profile, "fields": names, "nominal": res.nominal,
+                   "fitted": res.fitted, "loss": res.loss,
                    "evaluations": res.evaluations, "rms_residual_pct": res.rms_residual_pct,
                    "rms_loo_pct": None if no_loo else res.rms_loo_pct}
         with target.writing():

@@ -39,7 +39,8 @@ def plot_calibration(points: pd.DataFrame, fit: dict, path: str | Path) -> Path:
     ax.set_xlabel("prediction error, % of the measured latency")
     fields = ", ".join(f"{k} {_short(fit.get('nominal', {}).get(k))} → {_short(v)}"
                        for k, v in (fit.get("fitted") or {}).items())
-    ax.set_title(f"calibration of {fields}" if fields else "calibration", fontsize=9)
+    where = f" on {fit['profile']}" if fit.get("profile") else ""
+    ax.set_title(f"calibration{where}: {fields}" if fields else f"calibration{where}", fontsize=9)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
     return save_figure(fig, path)
 
