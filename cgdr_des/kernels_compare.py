@@ -3,9 +3,10 @@ for it in staging and barriers (``compare --kernel vector cube``; docs/kernel-cu
 
 :func:`compare_kernels` runs the scenario once per kernel version and returns four frames:
 
-- ``summary``: per version, makespan (cycles, µs), blockDim, vStep;
-- ``phases``: per version, phase and pipe, the busy cycles of that phase's operations averaged over
-  the launch's cores (flag waits, barriers and flag sets excluded: they are blocked time, not work);
+- ``summary``: per version, the scenario and hardware profile, makespan (cycles, µs), blockDim, vStep;
+- ``phases``: per version, phase and pipe, ``busy_cycles_mean_per_core``: the busy cycles of that
+  phase's operations summed over the launch's cores and divided by their number (flag waits,
+  barriers and flag sets excluded: they are blocked time, not work);
 - ``pipes``: the same summed over phases, per version and pipe;
 - ``counts``: per version, the records core 0's program issues, by kind (vector calls, Mmads,
   LoadData, L0C drains, PIPE_ALL and PipeBarrier<V>, scalar GM reads, DMA bytes per direction),
@@ -23,6 +24,8 @@ import pandas as pd
 from cgdr_des.isa import Dma, Mmad, PipeBarrier, Scalar, ScalarGm, Tag, VecOp
 
 _SYNC_PREFIXES = ("WaitFlag", "SetFlag", "PipeBarrier")
+#: the busy column: a mean over the launch's cores, not one core's busy time
+BUSY = "busy_cycles_mean_per_core"
 
 
 class KernelComparison(NamedTuple):
@@ -33,11 +36,11 @@ class KernelComparison(NamedTuple):
 
 
 def busy_by_phase(ops: pd.DataFrame, n_cores: int) -> pd.DataFrame:
-    """``phase, pipe, busy_cycles``: summed end - start of the work ops, divided by ``n_cores``."""
+    """``phase, pipe, busy_cycles_mean_per_core``: summed end - start of the work ops, divided by ``n_cores``."""
     work = ops[~ops["op"].astype(str).str.startswith(_SYNC_PREFIXES)]
     dur = (work["end"] - work["start"]).clip(lower=0)
     out = dur.groupby([work["phase"].astype(str), work["pipe"].astype(str)], observed=True).sum() / max(n_cores, 1)
-    return out.rename("busy_cycles").reset_index()
+    return out.rename(BUSY).reset_index()
 
 
 def program_counts(records) -> Counter:
@@ -106,12 +109,13 @@ def compare_kernels(scenario, versions=("vector", "cube"), simulate=None, progre
             res = simulate(sc, progress=stage)
         s = res.summary.iloc[0]
         n_cores = int(res.meta.get("block_dim", len(res.cores)))
-        summary.append({"kernel_version": v, "makespan_cycles": int(s["makespan_cycles"]),
+        summary.append({"kernel_version": v, "scenario": str(scenario.name), "hardware": scenario.hardware.profile,
+                        "makespan_cycles": int(s["makespan_cycles"]),
                         "makespan_us": float(s["makespan_us"]), "block_dim": n_cores, "v_step": res.meta.get("v_step")})
         phases.append(busy_by_phase(res.ops, n_cores).assign(kernel_version=v))
         counts.append({"kernel_version": v, **program_counts(core0_records(sc, v))})
-    ph = pd.concat(phases, ignore_index=True)[["kernel_version", "phase", "pipe", "busy_cycles"]]
-    pipes = ph.groupby(["kernel_version", "pipe"], sort=False)["busy_cycles"].sum().reset_index()
+    ph = pd.concat(phases, ignore_index=True)[["kernel_version", "phase", "pipe", BUSY]]
+    pipes = ph.groupby(["kernel_version", "pipe"], sort=False)[BUSY].sum().reset_index()
     cnt = pd.DataFrame(counts).fillna(0)
     cnt[cnt.columns[1:]] = cnt[cnt.columns[1:]].astype(np.int64)
     return KernelComparison(pd.DataFrame(summary), ph, pipes, cnt)

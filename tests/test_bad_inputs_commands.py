@@ -152,9 +152,10 @@ def test_a_sweep_directory_is_not_a_runs(d):
     refused(d, [*WRITERS["run"], "--out", output_of(d, "sweep"), "--force"], "--out")
 
 
-@pytest.mark.parametrize("command", ["tail", "sensitivity", "sweep"])
-def test_plot_refuses_another_commands_output(d, command):
-    refused(d, ["plot", output_of(d, command)], "DIRECTORY")
+@pytest.mark.parametrize("command", ["compare", "tail", "sensitivity", "measured", "calibrate"])
+def test_plot_refuses_an_output_without_the_files_its_command_writes(d, command):
+    # plot redraws any command's output (tests/test_command_outputs.py); one that lacks its frames is refused
+    assert "is missing" in refused(d, ["plot", output_of(d, command)], "DIRECTORY")
 
 
 def test_plot_refuses_while_a_writer_holds_the_lock(d):

@@ -16,7 +16,7 @@ from cgdr_des.cli.sensitivity import parse_fields
 @click.argument("measurements")
 @click.option("--fields", required=True, help="Comma-separated ranged fields to fit (field or field.op).")
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Directory for profile.toml, residuals.csv and fit.json.")
+              help="Directory for profile.toml, residuals.csv, fit.json and calibration.png.")
 @click.option("--no-loo", is_flag=True, help="Skip the leave-one-out refits.")
 @common.force_option
 def calibrate(measurements: str, fields: str, out: Path, no_loo: bool, force: bool) -> None:
@@ -41,13 +41,17 @@ def calibrate(measurements: str, fields: str, out: Path, no_loo: bool, force: bo
         ev = problem.evaluators[0]
         note = f"cgdr-des calibrate {Path(measurements).name} ({len(ms)} points, fields {','.join(names)})"
         doc = fitted_profile_doc(ev.scenario.profile_ref(), ev.profile, res.fitted, note)
-        summary = {"fields": names, "nominal": res.nominal, "fitted": res.fitted, "loss": res.loss,
+        summary = {"profile": ev.scenario.hardware.profile, "fields": names, "nominal": res.nominal,
+                   "fitted": res.fitted, "loss": res.loss,
                    "evaluations": res.evaluations, "rms_residual_pct": res.rms_residual_pct,
                    "rms_loo_pct": None if no_loo else res.rms_loo_pct}
         with target.writing():
             (staging / "profile.toml").write_text(dump_profile(doc), encoding="utf-8")
             res.points.to_csv(staging / "residuals.csv", index=False)
             (staging / "fit.json").write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
+            from cgdr_des.cli.redraw import draw_calibrate
+
+            draw_calibrate(staging)  # calibration.png, from the files just written (as `plot` redraws it)
         common.write_page(target, staging, "calibrate")
     for name in names:
         click.echo(f"fitted     {name}: {res.nominal[name]} -> {res.fitted[name]}")
@@ -55,4 +59,4 @@ def calibrate(measurements: str, fields: str, out: Path, no_loo: bool, force: bo
         loo = "" if no_loo else f", leave-one-out {r['loo_error_pct']:+.1f} %"
         click.echo(f"point      {r['scenario']}: measured {r['measured_us']:,.1f} us, nominal {r['nominal_us']:,.1f}, "
                    f"fitted {r['fitted_us']:,.1f} ({r['residual_pct']:+.1f} %{loo})")
-    click.echo(f"outputs    {out}: fit.json, profile.toml, residuals.csv")
+    click.echo(f"outputs    {out}: fit.json, profile.toml, residuals.csv, calibration.png")

@@ -43,7 +43,9 @@ def compare(scenario: str, more_buffer_nums: tuple[int, ...], buffer_nums: tuple
 
     Each run goes to OUT/<setting>/ (OUT/buffer_num_<n>/ for --buffer-num); the table to
     OUT/compare.csv and OUT/compare.parquet, the plots to OUT/critical_path.png, OUT/chunk_gantt.png
-    and, with --buffer-num, OUT/buffer_compare.png.
+    and, with --buffer-num, OUT/buffer_compare.png. With --kernel: the frames OUT/kernels_summary,
+    kernels_phases, kernels_pipes, kernels_counts (.csv, .parquet) and the plot OUT/kernels_pipes.png
+    (per pipe, one core's mean busy µs under each program).
     """
     base = load_with_overrides(scenario, sets, seed)
     if kernels:
@@ -156,8 +158,12 @@ def _compare_kernels(base, versions: list[str], out: Path, force: bool, max_memo
         for name, frame in cmp._asdict().items():
             frame.to_csv(staging / f"kernels_{name}.csv", index=False)
             frame.to_parquet(staging / f"kernels_{name}.parquet", index=False)
+        from cgdr_des.cli.redraw import draw_compare
+
+        draw_compare(staging)  # kernels_pipes.png, from the frames just written (as `plot` redraws it)
         common.write_page(target, staging, "compare")
     click.echo(cmp.summary.to_string(index=False))
-    click.echo(cmp.pipes.pivot(index="pipe", columns="kernel_version", values="busy_cycles").fillna(0)
+    click.echo(cmp.pipes.pivot(index="pipe", columns="kernel_version", values="busy_cycles_mean_per_core").fillna(0)
                .astype("int64").to_string())
-    click.echo(f"outputs    {out}: kernels_summary, kernels_phases, kernels_pipes, kernels_counts (.csv, .parquet)")
+    click.echo(f"outputs    {out}: kernels_summary, kernels_phases, kernels_pipes, kernels_counts (.csv, .parquet), "
+               "kernels_pipes.png")

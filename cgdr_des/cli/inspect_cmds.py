@@ -45,10 +45,11 @@ def validate(scenario: str, max_memory: str | None) -> None:
 
 @main.command()
 def schema() -> None:
-    """Print the JSON schema of scenario files."""
-    from cgdr_des.scenario import Scenario
+    """Print the JSON schema of scenario files: every field with its description and units
+    (docs/scenario.md is the same text as a table)."""
+    from cgdr_des.scenario.model import scenario_json_schema
 
-    click.echo(json.dumps(Scenario.model_json_schema(), indent=2))
+    click.echo(json.dumps(scenario_json_schema(), indent=2))
 
 
 @main.command()
@@ -59,20 +60,30 @@ def schema() -> None:
               help="Gantt window in µs (default: the core's longest work item, whole); an end past the "
                    "run's is clipped, a start past it refused.")
 def plot(directory: Path, core: int | None, window: str | None) -> None:
-    """Redraw the PNG plots of a run directory from its saved frames; --core and --window choose the
-    Gantt's core and time window (they replace the scenario's [output] gantt_core / gantt_window)."""
+    """Redraw the PNG plots of any cgdr-des output DIRECTORY (run, compare, tail, measured, calibrate,
+    sensitivity, sweep) from its saved frames, under its lock, swapped in whole. For a run, --core and
+    --window choose the Gantt's core and time window (they replace the scenario's [output]
+    gantt_core / gantt_window)."""
     from functools import partial
 
+    from cgdr_des.cli.redraw import draw_run_range, is_run, redraw  # light: matplotlib, pandas load when drawing
+
+    if not is_run(directory):
+        if core is not None or window is not None:
+            raise InputError("--core" if core is not None else "--window", core if core is not None else window,
+                             "only with a run's directory (it chooses the run's Gantt)")
+        for path in redraw(directory, field="DIRECTORY"):  # refuses what no cgdr-des command wrote
+            click.echo(str(path))
+        return
     from cgdr_des.results.export import replot
     from cgdr_des.results.plots import gantt_choice, parse_window_us
 
     if window is not None:
         parse_window_us(window)  # a malformed window is refused before the frames are read
-    if not (directory / "meta.json").is_file():
-        raise InputError("DIRECTORY", str(directory), "a directory written by 'cgdr-des run'")
     choose = partial(gantt_choice, core=core, window=window) if core is not None or window is not None else None
     notes: list[str] = []
-    for path in replot(directory, field="DIRECTORY", gantt=choose, notes=notes):  # refuses an incomplete directory
+    # refuses an incomplete directory; extra: a run --with-range's range/ plots, in the same swap
+    for path in replot(directory, field="DIRECTORY", gantt=choose, notes=notes, extra=draw_run_range):
         click.echo(str(path))
     for note in notes:
         click.echo(f"note       {note}", err=True)

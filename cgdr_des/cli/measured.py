@@ -26,7 +26,7 @@ def _csv_of(path: Path) -> Path:
 @main.command()
 @click.argument("measurements", type=click.Path(path_type=Path))
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Directory for measured.csv and verdicts.json.")
+              help="Directory for measured.csv, verdicts.json and measured.png.")
 @click.option("--hypotheses", default="vector,cube,cube_short_ub", show_default=True,
               help="Comma-separated hypotheses to run (vector, cube, cube_short_ub).")
 @common.force_option
@@ -57,6 +57,9 @@ def measured(measurements: Path, out: Path, hypotheses: str, force: bool) -> Non
             df.to_csv(staging / "measured.csv", index=False)
             (staging / "verdicts.json").write_text(json.dumps(v.to_dict(orient="records"), indent=2) + "\n",
                                                    encoding="utf-8")
+            from cgdr_des.cli.redraw import draw_measured
+
+            draw_measured(staging)  # measured.png, from the files just written (as `plot` redraws it)
         common.write_page(target, staging, "measured")
     for _, r in df.iterrows():
         if r["error"]:
@@ -74,4 +77,4 @@ def measured(measurements: Path, out: Path, hypotheses: str, force: bool) -> Non
                    f"{r['offset_us']:,.0f} us (worst residual {100 * r['offset_worst_residual']:.0f} %"
                    f"{'' if r['offset_in_host_range'] else ', outside the overhead range'}); constant factor "
                    f"{r['factor']:.2f} (worst residual {100 * r['factor_worst_residual']:.0f} %)")
-    click.echo(f"outputs    {out}: measured.csv, verdicts.json")
+    click.echo(f"outputs    {out}: measured.csv, verdicts.json, measured.png")

@@ -44,7 +44,7 @@ def sensitivity_of(sc, fields, samples: int, seed: int):
 @main.command()
 @click.argument("scenario")
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Directory for samples.parquet, interval.json and tornado.png.")
+              help="Directory for samples.parquet, interval.json, tornado.png and joint_makespan.png.")
 @click.option("--fields", default=None, help="Comma-separated ranged fields to perturb (default: all).")
 @click.option("--samples", default=DEFAULT_SAMPLES, show_default=True, type=int,
               help=f"Joint Latin-hypercube samples (0 .. {MAX_SAMPLES:,}).")
@@ -65,11 +65,19 @@ def sensitivity(scenario: str, out: Path, fields: str | None, samples: int, seed
         res = sensitivity_of(sc, names, samples, seed)
         with target.writing():
             paths = write_sensitivity(res, staging)
+            paths["joint_makespan"] = plot_joint(res, staging)
         common.write_page(target, staging, "sensitivity")
     click.echo(interval_line(res))
     for name, row in tornado_table(res).head(TOP_LINES).iterrows():
         click.echo(f"  {name:<40} low end {row['low']:+7.2f} %   high end {row['high']:+7.2f} %")
     click.echo(f"outputs    {out}: {', '.join(sorted(p.name for p in paths.values()))}")
+
+
+def plot_joint(res, directory: Path) -> Path:
+    """``joint_makespan.png``: the joint samples' makespans within the interval (results/sensitivity_plots.py)."""
+    from cgdr_des.results.sensitivity_plots import FILE, plot_joint_makespan
+
+    return plot_joint_makespan(res.runs, res.summary(), directory / FILE)
 
 
 def print_range(sc, directory: Path) -> None:
@@ -80,4 +88,5 @@ def print_range(sc, directory: Path) -> None:
     res = sensitivity_of(sc, None, DEFAULT_SAMPLES, DEFAULT_SEED)
     directory.mkdir(exist_ok=True)
     write_sensitivity(res, directory)
+    plot_joint(res, directory)
     click.echo(interval_line(res))

@@ -70,6 +70,9 @@ def _run(spec, out: Path, workers: int | None, scheduler: str | None, force: boo
     with target, target.writing(), make_executor(scheduler, workers) as executor, \
             SweepProgress(executor.name) as bar:
         report = run_sweep(spec, out, executor, force=force, max_points=max_points, progress=bar, points=points)
+        from cgdr_des.cli.redraw import write_sweep_plot
+
+        write_sweep_plot(out)  # sweep_summary.png from summary.parquet, under the sweep's lock
         write_page(target, out, "sweep")
     s = report.status
     click.echo(f"sweep      {spec.name}: {_total(s)} points, {report.ran} run now, {report.skipped} already "

@@ -128,11 +128,12 @@ def read_result(out_dir: str | Path, *, field: str = "out_dir") -> Result:
 
 
 def replot(out_dir: str | Path, *, field: str = "out_dir", gantt: Callable[[Result], dict] | None = None,
-           notes: list[str] | None = None) -> list[Path]:
+           notes: list[str] | None = None, extra: Callable[[Path], list[Path]] | None = None) -> list[Path]:
     """Redraw the PNGs of a written run from its saved frames; returns the files written.
 
     ``gantt(result)`` ({"gantt_core", "gantt_window"}, the window in cycles), when given, replaces
-    the scenario's ``[output]`` choice; what the Gantt shows is appended to ``notes``.
+    the scenario's ``[output]`` choice; what the Gantt shows is appended to ``notes``. ``extra(staging)``,
+    when given, draws more plots in the same staging copy (``plot``: a ``run --with-range``'s ``range/``).
     Under the output's lock (``results/outdir.py`` ``Redraw``; refused while a writer holds it) the
     run is read, its files linked into a staging copy, the PNGs redrawn there and the whole swapped
     into place with a new manifest: a reader sees the old plots or the new ones, and the plots are
@@ -143,10 +144,12 @@ def replot(out_dir: str | Path, *, field: str = "out_dir", gantt: Callable[[Resu
         result = read_result(staging, field=field)
         options = gantt(result) if gantt else _gantt_options(result.scenario)
         drawn, gantt_notes = plot_run(result, staging, **options)
+        if extra is not None:
+            drawn = [*drawn, *extra(staging)]
         write_index(staging, "run", redraw=True)  # the page beside the plots it inlines
     if notes is not None:
         notes.extend(gantt_notes)
-    return [out / path.name for path in drawn]
+    return [out / path.relative_to(staging) for path in drawn]
 
 
 def _scenario_dict(result: Result) -> dict[str, Any] | None:

@@ -36,14 +36,23 @@ class Scenario(_Section):
     """A validated scenario. Build with ``load_scenario`` or ``Scenario.from_dict`` (errors -> InputError)."""
 
     name: Annotated[str, Field(min_length=1)]
+    """Name of the scenario: titles of plots and output metadata."""
     description: str = ""
+    """Free text about the scenario; not used by the simulation."""
     hardware: Hardware = Field(default_factory=Hardware)
+    """The hardware profile and its field overrides ([hardware])."""
     shape: Shape
+    """Head counts and head dimensions of the operator ([shape])."""
     workload: Workload
+    """The batch's sequence lengths, their source and the seed of every random draw ([workload])."""
     kernel: Kernel = Field(default_factory=Kernel)
+    """The kernel program and its variant: buffering, dispatch policy ([kernel])."""
     sim: Sim = Field(default_factory=Sim)
+    """Simulation fidelity, numerics and what the Chrome trace keeps ([sim])."""
     output: Output = Field(default_factory=Output)
+    """Extra files a run writes: CSV copies, plots, the Gantt's core and window ([output])."""
     study: Study = Field(default_factory=Study)
+    """The tail study of this workload run by cgdr-des tail ([study])."""
 
     _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
     # (workload it was resolved from, lengths): keyed by identity so that model_copy(update=...) with a
@@ -174,3 +183,12 @@ def _deep_merge(base: dict, changes: Mapping) -> dict:
         else:
             out[key] = value
     return out
+
+
+#: the JSON Schema dialect pydantic's schemas follow
+SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+
+def scenario_json_schema() -> dict[str, Any]:
+    """The JSON schema of scenario files (``cgdr-des schema``): every field described, with units."""
+    return {"$schema": SCHEMA_DIALECT, **Scenario.model_json_schema()}

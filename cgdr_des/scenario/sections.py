@@ -41,7 +41,7 @@ CycleWindow = Annotated[list[Annotated[int, Field(ge=0, le=MAX_CYCLE)]], Field(m
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, use_attribute_docstrings=True)
 
 
 def _check_window(window: list[int] | None, field: str) -> None:
@@ -53,7 +53,11 @@ class Hardware(_Section):
     """``[hardware]``: a named profile plus field overrides (checked by ``cgdr_des.hw.load_profile``)."""
 
     profile: str = DEFAULT_PROFILE
+    """Hardware profile: a shipped profile name (default atlas-300i-duo) or a path to a .toml profile file, e.g. one
+    cgdr-des calibrate wrote."""
     overrides: dict[str, Any] = Field(default_factory=dict)
+    """Profile fields replaced for this scenario, field name to value, in the profile's own units (cycles, bytes, GB/s,
+    MHz); checked against the profile's fields."""
 
     @field_validator("profile")
     @classmethod
@@ -72,11 +76,17 @@ class Shape(_Section):
     """``[shape]``: heads and head dims; ``scale_value`` defaults to ``1/sqrt(dk)`` (kernel tests do so)."""
 
     nk: HeadCount
+    """Number of query/key heads, 1 to 65 536."""
     nv: HeadCount
+    """Number of value heads, 1 to 65 536; a multiple of nk (grouped heads)."""
     dk: HeadDim
+    """Query/key head dimension, in elements, 1 to 65 536."""
     dv: HeadDim
+    """Value head dimension, in elements, 1 to 65 536."""
     scale_value: Annotated[float, Field(allow_inf_nan=False, ge=-MAX_SCALE, le=MAX_SCALE)] | None = None
+    """Scale applied to q·k (dimensionless, -65 504 to 65 504); default 1/sqrt(dk)."""
     has_gamma: bool = True
+    """Whether the operator has the per-token gate g (decay); default true."""
 
     @model_validator(mode="after")
     def _gqa(self):
@@ -94,18 +104,28 @@ class Tensors(_Section):
     """``[workload.tensors]``: how the synthetic inputs are drawn (see ``cgdr_des.workload.tensors``)."""
 
     beta: Literal["sigmoid", "zero"] = "sigmoid"
+    """How the synthetic beta input is drawn: sigmoid of a normal draw, or zero."""
     initial_state: Literal["randn", "zeros"] = "randn"
+    """How the synthetic initial state is drawn: standard normal (randn) or zeros."""
 
 
 class Workload(_Section):
     """``[workload]``: exactly one length source, the batch size, the seed of every random draw."""
 
     lengths: Annotated[list[Length], Field(min_length=1, max_length=MAX_BATCH)] | None = None
+    """Explicit sequence lengths, in tokens (one per sequence of the batch); exactly one of lengths, distribution,
+    lengths_csv."""
     distribution: Distribution | None = None
+    """A seeded distribution the batch's sequence lengths are drawn from ([workload.distribution], kind selects it);
+    needs batch."""
     lengths_csv: Annotated[str, Field(min_length=1, max_length=4096)] | None = None
+    """Path to a CSV file of sequence lengths in tokens (relative to the scenario file's folder)."""
     batch: Annotated[int, Field(ge=1, le=MAX_BATCH)] | None = None
+    """Number of sequences in the batch; required with distribution, else len(lengths)."""
     seed: Annotated[int, Field(ge=0, le=MAX_SEED)] = 0
+    """Seed of every random draw of the workload: lengths and synthetic tensors (>= 0)."""
     tensors: Tensors = Field(default_factory=Tensors)
+    """How the synthetic input tensors are drawn ([workload.tensors])."""
 
     @model_validator(mode="after")
     def _one_source(self):
@@ -132,13 +152,18 @@ class Kernel(_Section):
     """
 
     buffer_num: Literal[1, 2] = 1
+    """BUFFER_NUM of the vector kernel's queues: 1 (single) or 2 (double buffering)."""
     policy: PolicyName = "greedy"
+    """Dispatch policy that assigns work items to cores; greedy is the kernel's own scan."""
     keep_tiling: bool = False
+    """Keep the baseline's vStep for a double-buffering variant instead of letting the host shrink it to make room."""
     prefetch: bool = False
+    """Double-buffering variant: prefetch the next chunk's inputs while the current one computes."""
     state_double_buffer: bool = False
-    #: which program runs: the vector-only kernel (!1108), the Cube-era kernel (!1174,
-    #: docs/kernel-cube.md), or the Cube-era kernel before !1174 (no M_V / V_M around the L0C drains)
+    """Double-buffering variant: two state buffers, so that the state write-back overlaps the next head's work."""
     kernel_version: Literal["vector", "cube", "cube-pre1174"] = "vector"
+    """Which program runs: vector (the vector-only kernel), cube (the Cube-era kernel), or cube-pre1174 (the Cube-era
+    kernel without the M_V / V_M syncs around the L0C drains)."""
 
     @model_validator(mode="after")
     def _cube_variant(self):
@@ -163,13 +188,19 @@ class Sim(_Section):
     """``[sim]``: fidelity, numerics mode and what the Chrome trace keeps."""
 
     fidelity: Literal["instr", "phase"] = "phase"
+    """Simulation fidelity: instr (every instruction) or phase (each distinct phase timed once and replayed: faster)."""
     numerics: Literal["kernel", "exact", "off"] = "kernel"
+    """Numerics: kernel (the kernel's fp16/fp32 arithmetic), exact (fp64 reference), or off (timing only)."""
     trace: bool = True
+    """Whether a run writes the Chrome trace trace.json."""
     trace_window: CycleWindow | None = None
+    """Time window [start, end] the trace keeps, in core clock cycles (end > start); default the whole run."""
     trace_cores: Annotated[list[CoreId], Field(min_length=1, max_length=1024)] | None = None
+    """Cores the trace keeps (core ids 0 to 1023); default every core."""
     max_trace_events: Annotated[int, Field(ge=1, le=MAX_TRACE_EVENTS)] = 200_000
-    #: an inf/NaN output is a diagnostic ("error") or written anyway with a console warning ("keep")
+    """Most events the trace keeps (the earliest), 1 to 50 000 000; default 200 000."""
     nonfinite: Literal["error", "keep"] = "error"
+    """What an inf/NaN output does: error (a diagnostic, exit 2) or keep (written, with a console warning)."""
 
     @model_validator(mode="after")
     def _window(self):
@@ -181,9 +212,14 @@ class Output(_Section):
     """``[output]``: extra files; ``gantt_core=None`` means the core that finishes last."""
 
     csv: bool = False
+    """Whether a run also writes its frames as CSV."""
     plots: bool = True
+    """Whether a run draws its PNG plots."""
     gantt_core: CoreId | None = None
+    """Core of the Gantt plot (0 to 1023); default the core that finishes last."""
     gantt_window: CycleWindow | None = None
+    """Time window [start, end] of the Gantt plot, in core clock cycles (end > start); default the core's longest work
+    item."""
 
     @model_validator(mode="after")
     def _window(self):
@@ -200,6 +236,11 @@ class Study(_Section):
     """
 
     batches: Annotated[int, Field(ge=1, le=MAX_STUDY_BATCHES)] = 1000
+    """Number of batches the tail study samples, 1 to 1 000 000; default 1000."""
     policies: Annotated[list[PolicyName], Field(min_length=1)] | None = None
+    """Dispatch policies the study times; default every policy that applies (optimal only for batches of at most 20
+    work items)."""
     check_batches: Annotated[int, Field(ge=0, le=MAX_CHECK_BATCHES)] = 3
+    """Batches re-simulated at phase fidelity as the study's self-check, 0 to 50; default 3."""
     bootstrap: Annotated[int, Field(ge=MIN_BOOTSTRAP, le=MAX_BOOTSTRAP)] = 200
+    """Bootstrap resamples behind the percentiles' 95 % intervals, 10 to 10 000; default 200."""

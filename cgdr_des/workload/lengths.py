@@ -43,7 +43,7 @@ PositiveLength = Annotated[int, Field(ge=1, le=MAX_LENGTH)]
 
 
 class _Dist(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, use_attribute_docstrings=True)
 
 
 def _check_range(lo: int, hi: int | None) -> None:
@@ -65,34 +65,48 @@ class Fixed(_Dist):
     """Every sequence has ``length`` tokens."""
 
     kind: Literal["fixed"]
+    """Distribution kind: fixed (every sequence the same length)."""
     length: Length
+    """Length of every sequence, in tokens."""
 
 
 class Uniform(_Ranged):
     """Integers uniform on ``[min, max]`` (both inclusive)."""
 
     kind: Literal["uniform"]
+    """Distribution kind: uniform integers."""
     min: Length
+    """Shortest length, in tokens."""
     max: Length
+    """Longest length, in tokens (>= min)."""
 
 
 class Lognormal(_Ranged):
     """``round(exp(N(ln median, sigma)))`` clipped to ``[min, max]`` (``max=None``: no upper clip)."""
 
     kind: Literal["lognormal"]
+    """Distribution kind: lognormal, rounded to tokens."""
     median: Annotated[float, Field(gt=0, le=MAX_LENGTH)]
+    """Median length, in tokens (> 0)."""
     sigma: Annotated[float, Field(ge=0, le=MAX_SIGMA)]
+    """Standard deviation of the length's natural logarithm (dimensionless)."""
     min: Length = 1
+    """Shortest length, in tokens; shorter draws are clipped; default 1."""
     max: Length | None = None
+    """Longest length, in tokens; longer draws are clipped; default none."""
 
 
 class Zipf(_Ranged):
     """Bounded Zipf law on the integers ``min..max``: ``P(k) ∝ k**-theta``."""
 
     kind: Literal["zipf"]
+    """Distribution kind: bounded Zipf law on the integers min..max."""
     theta: Annotated[float, Field(gt=0, le=1e6)]
+    """Exponent of the Zipf law (> 0): larger means more short sequences."""
     min: PositiveLength
+    """Shortest length, in tokens (>= 1)."""
     max: PositiveLength
+    """Longest length, in tokens (>= min)."""
 
     @model_validator(mode="after")
     def _support(self):
@@ -105,19 +119,28 @@ class Pareto(_Ranged):
     """Pareto with scale ``min`` and shape ``alpha``, floored, clipped at ``max``."""
 
     kind: Literal["pareto"]
+    """Distribution kind: Pareto, truncated to [min, max]."""
     alpha: Annotated[float, Field(gt=0, le=1e6)]
+    """Tail index of the Pareto law (> 0): smaller means a heavier tail."""
     min: PositiveLength
+    """Shortest length, in tokens (>= 1)."""
     max: PositiveLength
+    """Longest length, in tokens (>= min)."""
 
 
 class Bimodal(_Dist):
     """``n_long`` sequences of ``long`` tokens, the rest ``short``; ``place`` says where the long ones go."""
 
     kind: Literal["bimodal"]
+    """Distribution kind: bimodal (n_long long sequences, the rest short)."""
     long: Length
+    """Length of the long sequences, in tokens."""
     short: Length
+    """Length of the short sequences, in tokens."""
     n_long: Annotated[int, Field(ge=0, le=MAX_LENGTH)] = 1
+    """Number of long sequences in the batch; default 1."""
     place: Literal["first", "last", "random"] = "first"
+    """Where the long sequences sit in the batch: first, last or random."""
 
 
 Distribution = Annotated[

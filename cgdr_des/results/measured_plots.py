@@ -1,0 +1,58 @@
+"""The plot of ``cgdr-des measured`` (Agg canvas, as ``results/plots.py``).
+
+``measured.png``: per hypothesis, each shape's predicted end-to-end latency (nominal, with the
+fast-to-slow corner range as an error bar) against its measured latency, log-log. On the y = x line
+prediction and measurement agree; a dotted line per hypothesis is where the device time would sit if
+the fitted constant factor (``verdicts.json`` ``factor``) explained every shape.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from cgdr_des.results.plots import save_figure
+
+FILE = "measured.png"
+
+
+def plot_measured(df: pd.DataFrame, verdicts: pd.DataFrame, path: str | Path) -> Path:
+    """Predicted (nominal, interval) against measured, one colour per hypothesis; y = x and the fitted factor."""
+    fig = Figure(figsize=(10, 5.5), layout="constrained")
+    ax = fig.add_subplot()
+    ok = df[~df["error"].fillna("").astype(bool)]
+    factors = {r["hypothesis"]: r.get("factor") for _, r in verdicts.iterrows()}
+    values = np.concatenate([df["measured_us"].to_numpy(np.float64),
+                             ok[["predicted_low_us", "predicted_high_us"]].to_numpy(np.float64).ravel()])
+    lo, hi = np.nanmin(values) / 1.5, np.nanmax(values) * 1.5
+    ax.plot([lo, hi], [lo, hi], color="black", lw=1, label="y = x (prediction = measurement)")
+    colours = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple")
+    groups = list(ok.groupby("hypothesis", sort=False))
+    for i, (name, g) in enumerate(groups):
+        c = colours[i % len(colours)]
+        shift = 1.04 ** (i - (len(groups) - 1) / 2)  # side by side on the log axis, not on top of each other
+        err = np.vstack([g["predicted_us"] - g["predicted_low_us"], g["predicted_high_us"] - g["predicted_us"]])
+        ax.errorbar(g["measured_us"] * shift, g["predicted_us"], yerr=err.clip(min=0), fmt="o", color=c, capsize=3,
+                    ms=5, label=f"{name}: predicted, fast-slow range ({int(g['inside'].sum())}/{len(g)} inside)")
+        factor = factors.get(name)
+        if factor is not None and np.isfinite(factor):
+            ax.plot([lo, hi], [lo / factor, hi / factor], color=c, lw=1, ls=":",
+                    label=f"{name}: fitted factor {factor:.2f} (where device time = measured / factor)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    ax.set_aspect("equal")
+    ax.set_xlabel("measured latency, µs")
+    ax.set_ylabel("predicted latency, µs")
+    for _, r in df.drop_duplicates("shape").iterrows():
+        ax.annotate(str(r["shape"]), (r["measured_us"], lo * 1.08), rotation=90, fontsize=6, color="dimgray",
+                    ha="center", va="bottom")
+    skipped = sorted(set(df.loc[df["error"].fillna("").astype(bool), "hypothesis"]))
+    note = f" ({', '.join(skipped)}: not simulated on every shape)" if skipped else ""
+    ax.set_title(f"measured vs predicted latency, {df['shape'].nunique()} shapes{note}", fontsize=10)
+    fig.legend(fontsize=7, loc="outside right upper")
+    return save_figure(fig, path)

@@ -1,0 +1,170 @@
+"""Every command's output directory on tiny inputs: the pictures each writes, ``cgdr-des plot DIR``
+redrawing them in place (new files, manifest updated), and docs/frames.md naming every file.
+
+One module-scoped fixture runs each command once (real simulations of 1-2 short sequences; the
+``run --with-range`` study is cut to one field and two samples, as tests/test_sensitivity.py does).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import cgdr_des.cli.sensitivity as cli_sens
+from cgdr_des.cli import main
+from cgdr_des.results.outdir import MANIFEST, check_complete
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = """name = "tiny"
+[shape]
+nk = 1
+nv = 2
+dk = 64
+dv = 64
+[workload]
+lengths = [64, 40]
+[sim]
+numerics = "off"
+trace = false
+[study]
+batches = 20
+check_batches = 1
+bootstrap = 10
+"""
+SHORT = """name = "short"
+[shape]
+nk = 1
+nv = 1
+dk = 64
+dv = 64
+[workload]
+lengths = [8]
+[sim]
+numerics = "off"
+trace = false
+[output]
+plots = false
+"""
+TAIL = TINY.replace("lengths = [64, 40]", 'batch = 2\ndistribution = { kind = "uniform", min = 8, max = 64 }')
+SWEEP = """name = "tiny_grid"
+base = "short.toml"
+[grid]
+"kernel.policy" = ["greedy", "round_robin"]
+"shape.dv" = [16, 32]
+"""
+#: command -> the PNGs its directory must hold (besides the per-setting run plots)
+PICTURES = {
+    "run": ["core_load.png", "finish_cdf.png", "range/tornado.png", "range/joint_makespan.png"],
+    "compare": ["critical_path.png", "chunk_gantt.png", "buffer_compare.png", "buffer_num_1/core_load.png"],
+    "compare_kernels": ["kernels_pipes.png"],
+    "tail": ["makespan_cdf.png"],
+    "measured": ["measured.png"],
+    "calibrate": ["calibration.png"],
+    "sensitivity": ["tornado.png", "joint_makespan.png"],
+    "sweep": ["sweep_summary.png"],
+}
+
+
+def _cli(*args) -> str:
+    res = CliRunner().invoke(main, [str(a) for a in args])
+    assert res.exit_code == 0, res.output
+    return res.stdout
+
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory) -> dict[str, Path]:
+    tmp = tmp_path_factory.mktemp("commands")
+    (tmp / "tiny.toml").write_text(TINY, encoding="utf-8")
+    (tmp / "short.toml").write_text(SHORT, encoding="utf-8")
+    (tmp / "sweep.toml").write_text(SWEEP, encoding="utf-8")
+    (tmp / "tail.toml").write_text(TAIL, encoding="utf-8")
+    (tmp / "m.csv").write_text("scenario,latency_us\ntiny.toml,500\nshort.toml,300\n", encoding="utf-8")
+    sc, out = tmp / "tiny.toml", {name: tmp / name for name in PICTURES}
+    real = cli_sens.sensitivity_of
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(cli_sens, "sensitivity_of", lambda s, fields, samples, seed: real(s, ["flag_cycles"], 2, seed))
+        _cli("run", sc, "--out", out["run"], "--with-range")
+    _cli("compare", sc, "--buffer-num", "1", "--buffer-num", "2", "--out", out["compare"])
+    _cli("compare", sc, "--kernel", "vector", "--kernel", "cube", "--out", out["compare_kernels"])
+    _cli("tail", tmp / "tail.toml", "--out", out["tail"], "--policy", "greedy,round_robin")
+    _cli("measured", tmp / "m.csv", "--hypotheses", "vector", "--out", out["measured"])
+    _cli("calibrate", tmp / "m.csv", "--fields", "vec_pipe_delay_cycles", "--out", out["calibrate"])
+    _cli("sensitivity", sc, "--fields", "flag_cycles,vec_pipe_delay_cycles", "--samples", "6",
+         "--out", out["sensitivity"])
+    _cli("sweep", tmp / "sweep.toml", "--workers", "0", "--out", out["sweep"])
+    return out
+
+
+def _files(directory: Path) -> list[str]:
+    return sorted(p.relative_to(directory).as_posix() for p in directory.rglob("*") if p.is_file())
+
+
+@pytest.mark.parametrize("command", list(PICTURES))
+def test_each_command_writes_its_pictures(outputs, command):
+    for name in PICTURES[command]:
+        data = (outputs[command] / name).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5_000, name  # a drawn picture, not a stub
+
+
+@pytest.mark.parametrize("command", list(PICTURES))
+def test_plot_redraws_every_picture_of_each_command(outputs, tmp_path, command):
+    directory = tmp_path / command
+    shutil.copytree(outputs[command], directory)  # other tests read the originals
+    before = {name: (directory / name).stat().st_ino for name in _files(directory) if name.endswith(".png")}
+    for name in before:
+        (directory / name).write_bytes(b"stale")  # what plot must replace
+    if command != "sweep":
+        from cgdr_des.results.outdir import write_manifest
+
+        write_manifest(directory)  # the stale bytes are now the listed ones: a redraw must list the new
+    printed = _cli("plot", directory).split()
+    assert sorted(Path(p).relative_to(directory).as_posix() for p in printed) == sorted(before)
+    for name, inode in before.items():
+        path = directory / name
+        assert path.read_bytes()[:4] == b"\x89PNG", name
+        assert path.stat().st_ino != inode, name  # written anew and swapped in, not patched in place
+    if command != "sweep":  # a sweep stores its points in place, without a manifest
+        files = check_complete(directory, "DIRECTORY")
+        for name in before:
+            assert files[name]["bytes"] == (directory / name).stat().st_size
+        assert json.loads((directory / MANIFEST).read_text())["command"] == command.split("_")[0]
+
+
+def test_plot_refuses_a_directory_no_command_wrote(tmp_path):
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "notes.txt").write_text("hi")
+    res = CliRunner().invoke(main, ["plot", str(tmp_path / "x")])
+    assert res.exit_code == 2 and res.stderr.startswith("error: DIRECTORY")
+
+
+def test_core_and_window_are_for_a_run_only(outputs):
+    res = CliRunner().invoke(main, ["plot", str(outputs["measured"]), "--core", "0"])
+    assert res.exit_code == 2 and res.stderr.startswith("error: --core")
+
+
+def _normalised(name: str) -> str:
+    """A file's name as frames.md writes it: per-setting and per-point parts by their placeholders."""
+    name = re.sub(r"point=\d+", "point=<id>", name)
+    name = re.sub(r"gantt_core\d+\.png", "gantt_core{N}.png", name)
+    return name
+
+
+@pytest.mark.parametrize("command", list(PICTURES))
+def test_frames_md_names_every_file_of_each_command(outputs, command):
+    doc = (ROOT / "docs" / "frames.md").read_text(encoding="utf-8")
+    unnamed = []
+    for name in _files(outputs[command]):
+        full = _normalised(name)
+        parts = full.split("/")
+        # a file of a per-setting run (compare) or of run --with-range's range/: named as a run's file
+        candidates = {full, parts[-1], f"DIR/{full}", f"{parts[0]}/{parts[-1]}" if len(parts) > 1 else full}
+        if not any(re.search(rf"(?<![\w./]){re.escape(c)}(?![\w])", doc) for c in candidates):
+            unnamed.append(name)
+    assert not unnamed, f"docs/frames.md does not name {unnamed}"
