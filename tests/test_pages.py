@@ -135,14 +135,16 @@ def test_compare_kernels_page(tmp_path, monkeypatch):
     import cgdr_des.kernels_compare as kc
 
     summary = pd.DataFrame({"kernel_version": ["vector", "cube"], "makespan_cycles": [90_000, 61_234],
-                            "makespan_us": [90_000 / 1060, 61_234 / 1060]})
-    pipes = pd.DataFrame({"kernel_version": ["vector", "cube"], "pipe": ["V", "M"], "busy_cycles": [10, 20]})
+                            "makespan_us": [90_000 / 1060, 61_234 / 1060], "scenario": "good",
+                            "hardware": "atlas-300i-duo"})
+    pipes = pd.DataFrame({"kernel_version": ["vector", "cube"], "pipe": ["V", "M"],
+                          "busy_cycles_mean_per_core": [10, 20]})
     monkeypatch.setattr(kc, "compare_kernels", lambda base, versions, progress=None:
                         kc.KernelComparison(summary, pipes.rename(columns={"pipe": "phase"}), pipes,
                                             pd.DataFrame({"kernel_version": ["vector", "cube"], "mmads": [0, 4]})))
     out = tmp_path / "k"
     invoke("compare", scenario_file(tmp_path, GOOD), "--kernel", "vector", "--kernel", "cube", "--out", out)
-    assert "cube is the fastest program: 61,234 cycles" in check_page(out, plots=False)
+    assert "cube is the fastest program: 61,234 cycles" in check_page(out)
 
 
 def test_tail_page_names_the_best_policy_and_its_interval(tmp_path):
@@ -217,7 +219,7 @@ def test_measured_page_names_the_hypothesis_that_fits(tmp_path, monkeypatch):
     csv.write_text("scenario,latency_us\ntiny.toml,500\n", encoding="utf-8")
     out = tmp_path / "m"
     invoke("measured", csv, "--out", out, "--hypotheses", "vector,cube")
-    answer = check_page(out, plots=False)  # its plot comes with issue 25 item 4
+    answer = check_page(out)
     v = pd.DataFrame(json.loads((out / "verdicts.json").read_text()))
     best = v.loc[v["n_inside"].idxmax()]
     assert (v["n_inside"] == best["n_inside"]).sum() == 1  # the stub makes one hypothesis fit
@@ -239,7 +241,7 @@ def test_calibrate_page_names_the_fitted_fields_and_residuals(tmp_path, monkeypa
     csv.write_text("scenario,latency_us\ntiny.toml,80\n", encoding="utf-8")
     out = tmp_path / "c"
     invoke("calibrate", csv, "--fields", "vec_pipe_delay_cycles", "--out", out, "--no-loo")
-    answer = check_page(out, plots=False)
+    answer = check_page(out)
     res = pd.read_csv(out / "residuals.csv")
     rms = float(np.sqrt(np.mean(res["residual_pct"] ** 2)))
     assert "vec_pipe_delay_cycles: 20 → 23" in answer and f"RMS residual {rms:.2f} %" in answer

@@ -66,13 +66,13 @@ CAPTIONS = {
                          "programs is where they differ.",
     # measured, calibrate, sensitivity, sweep
     "measured.png": "Predicted against measured latency (log-log): points on y = x agree; a constant "
-                    "factor shows as a parallel offset.",
-    "residuals.png": "Residual per point before and after the fit: the fit helps when the after bars are "
-                     "shorter, and leave-one-out shows whether it generalises.",
-    "samples.png": "Makespan over the joint samples of every ranged field: the spread is the "
-                   "uncertainty the profile's ranges leave.",
-    "sweep.png": "The summary metric against each grid axis, one line per value of the other axes: "
-                 "slopes show which axis matters.",
+                    "factor shows as a parallel offset (the dotted line per hypothesis).",
+    "calibration.png": "Error per point (% of measured) before the fit, after it and left out of it: the fit "
+                       "helps when the after bars are shorter; leave-one-out shows whether it generalises.",
+    "joint_makespan.png": "Makespan over the joint samples of every ranged field, the interval shaded: the "
+                          "spread is the uncertainty the profile's ranges leave.",
+    "sweep_summary.png": "The summary metric against each grid axis, one line per value of the other axes: "
+                         "slopes show which axis matters.",
 }
 FALLBACK_CAPTION = "A plot drawn from this directory's frames (docs/frames.md says what it shows)."
 
