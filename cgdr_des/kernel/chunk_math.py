@@ -15,7 +15,6 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 REDUCE_WIDTH = 64  # kReduceRepeatElements
 V_BLOCK = 16  # columns per V-product call: every vStep is a multiple, so tiles start on block edges
@@ -52,7 +51,7 @@ def recursive_attn(buf: np.ndarray, chunk_len: int) -> None:
     exact zeros; only the strictly lower part of ``buf`` is written back, as the kernel writes
     nothing else. The sum over k is one vector-matrix product (numpy's order of additions).
     """
-    a = np.tril(buf[..., :chunk_len, :chunk_len], -1)
+    a = tril(buf[..., :chunk_len, :chunk_len], -1)
     for i in range(2, chunk_len):
         a[..., i, :i - 1] += (a[..., i:i + 1, 1:i] @ a[..., 1:i, :i - 1])[..., 0, :]
     np.copyto(buf[..., :chunk_len, :chunk_len], a, where=tril_mask(chunk_len, -1))
@@ -82,21 +81,28 @@ def v_matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.
     if out is None:
         lanes = np.broadcast_shapes(a.shape[:-2], tuple(lead))
         out = np.empty((*lanes, a.shape[-2], n), dtype=np.result_type(a, b))
-    np.matmul(a[..., None, :, :], _column_blocks(b), out=_column_blocks(out, writeable=True))
+    np.matmul(a[..., None, :, :], _column_blocks(b), out=_column_blocks(out))
     return out
 
 
-def _column_blocks(x: np.ndarray, writeable: bool = False) -> np.ndarray:
-    """``[..., r, n]`` seen as ``[..., n / V_BLOCK, r, V_BLOCK]`` (a view, no copy)."""
+def _column_blocks(x: np.ndarray) -> np.ndarray:
+    """``[..., r, n]`` seen as ``[..., n / V_BLOCK, r, V_BLOCK]`` (a view, no copy: writes land in ``x``)."""
     *lead, r, n = x.shape
-    *ls, rs, cs = x.strides
-    return as_strided(x, shape=(*lead, n // V_BLOCK, r, V_BLOCK), strides=(*ls, V_BLOCK * cs, rs, cs),
-                      writeable=writeable)
+    return np.reshape(x, (*lead, r, n // V_BLOCK, V_BLOCK), copy=False).swapaxes(-3, -2)
+
+
+def tril(a: np.ndarray, k: int = 0) -> np.ndarray:
+    """``np.tril(a, k)`` (the same bits: a where of a zero), with a square ``[..., n, n]``'s mask
+    cached; np.tril builds the mask at every call, which the per-chunk products felt."""
+    m, n = a.shape[-2:]
+    if m != n:
+        return np.tril(a, k)
+    return np.where(tril_mask(n, k), a, a.dtype.type(0))
 
 
 def tril_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``sum_{k<=i} a[i,k] b[k]``: a chain of Axpy rows from a zeroed row (a's upper part unread)."""
-    return np.tril(a) @ b
+    return tril(a) @ b
 
 
 @lru_cache(maxsize=256)

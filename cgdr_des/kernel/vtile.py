@@ -82,7 +82,7 @@ def compute_value_new(core, ch, out: list) -> None:
     L, V = ch.L, core.v_aligned
     if core.numerics != "off":
         a = ub_matrix(core, "chunkScoresFp32", CS)[:, :L, :L]
-        cm.v_matmul(np.tril(a), ub_matrix(core, "chunkVFp32", V)[:, :L],
+        cm.v_matmul(cm.tril(a), ub_matrix(core, "chunkVFp32", V)[:, :L],
                     out=ub_matrix(core, "chunkAttnOutFp32", V)[:, :L])
     if out is None:
         return
@@ -184,7 +184,7 @@ def accum_output(core, ch, out: list) -> None:
     if core.numerics != "off":
         m = ub_matrix(core, "decayMaskFp32", CS)[:, :L, :L]
         o = ub_matrix(core, "chunkAttnOutFp32", V)
-        o[:, :L] += cm.v_matmul(np.tril(m), ub_matrix(core, "chunkVFp32", V)[:, :L])
+        o[:, :L] += cm.v_matmul(cm.tril(m), ub_matrix(core, "chunkVFp32", V)[:, :L])
     if out is None:
         return
     a0, v0 = core.ub("chunkAttnOutFp32"), core.ub("chunkVFp32")
