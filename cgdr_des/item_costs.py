@@ -37,11 +37,12 @@ modelled, so the blend is approximate; ``docs/tail.md`` gives the remaining erro
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 
 import numpy as np
 
+from cgdr_des import cost_cache
 from cgdr_des.errors import KernelDiagnostic
 from cgdr_des.integers import ceil_div
 from cgdr_des.kernel.functional import make_launch
@@ -101,12 +102,52 @@ class ItemCosts:
         cycles = self.pre + np.asarray(n_items, np.int64) * self.per_item + np.asarray(batch_entries) * self.per_batch
         return np.round(cycles).astype(np.int64)
 
+    def to_json(self) -> dict:
+        """Plain JSON types (arrays as nested lists), for the on-disk cache."""
+        return cost_cache.canonical({f.name: getattr(self, f.name) for f in fields(self)})
+
+    @classmethod
+    def from_json(cls, doc: dict) -> ItemCosts:
+        """The inverse of :meth:`to_json` (KeyError/TypeError/ValueError when ``doc`` is not one)."""
+        return cls(**{f.name: (np.asarray(doc[f.name], np.int64) if f.name in _ARRAYS else doc[f.name])
+                      for f in fields(cls)})
+
+
+_ARRAYS = ("sole", "two", "middle", "lock_two", "lock_middle")
+
 
 @lru_cache(maxsize=32)
 def measure_item_costs(prof, nk: int, nv: int, dk: int, dv: int, has_gamma: bool, buffer_num: int,
                        run_launch) -> ItemCosts:
-    """The item costs of one shape on a loaded profile (cached; the key is the profile itself, overrides
-    included). ``run_launch(launch, prof, *, policy, fidelity) -> Result`` times a launch."""
+    """The item costs of one shape on a loaded profile. Cached in the process (the key is the profile
+    itself, overrides included) and on disk (:mod:`cgdr_des.cost_cache`, keyed by a fingerprint of the
+    same inputs, the package version and its source). ``run_launch(launch, prof, *, policy, fidelity)
+    -> Result`` times a launch."""
+    shape = {"nk": int(nk), "nv": int(nv), "dk": int(dk), "dv": int(dv), "has_gamma": bool(has_gamma)}
+    inputs = {"profile": {f.name: getattr(prof, f.name) for f in fields(prof)}, "shape": shape,
+              "buffer_num": int(buffer_num), "runner": f"{run_launch.__module__}.{run_launch.__qualname__}"}
+    value = cost_cache.cached("item-costs", inputs,
+                              lambda: _calibrate(prof, nk, nv, dk, dv, has_gamma, buffer_num, run_launch).to_json(),
+                              _why_not_costs)
+    return ItemCosts.from_json(value)
+
+
+def _why_not_costs(doc: dict) -> str | None:
+    """None when a stored value is a whole ItemCosts, else what is wrong with it."""
+    try:
+        costs = ItemCosts.from_json(doc)
+    except (KeyError, TypeError, ValueError) as exc:
+        return f"not an item-cost table: {type(exc).__name__} {str(exc)[:40]}"
+    slots = costs.sole.shape[0] if costs.sole.ndim == 2 else 0
+    want = (slots, CHUNK_SIZE + 1)
+    if not slots or any(getattr(costs, a).shape != want for a in ("sole", "two", "lock_two")) \
+            or any(getattr(costs, a).shape != (slots,) for a in ("middle", "lock_middle")):
+        return "item-cost tables of the wrong size"
+    return None
+
+
+def _calibrate(prof, nk: int, nv: int, dk: int, dv: int, has_gamma: bool, buffer_num: int, run_launch) -> ItemCosts:
+    """Measure the item costs (the phase-fidelity runs the module doc describes)."""
     def run(lengths):
         """Time one phase-fidelity launch of ``lengths`` (numerics off); ``(Result, Launch)``."""
         lengths = np.asarray(lengths, np.int32)
