@@ -23,21 +23,22 @@ also holds ComputeAvgload's read of every length) come from the overhead measure
 calibration run and a one-sequence run.
 
 Split V-tiles (``ShouldSplitVTiles``): the tiles of one head run on different cores and read the same
-K and Q rows with scalar GetValue (ComputeAttnInter, UpdateAndWriteState). At ``phase`` fidelity each
-phase signature is timed once per launch, at its first occurrence, through one data cache that the
-phase compiler shares across all cores, and every later occurrence reuses that timing. When a sibling
-tile has just read the same rows on another core, the first occurrence finds their lines resident
-and the whole launch's chunks of that signature run up to ~2.5 % faster than when it is timed apart.
-The calibration run above measures the apart context (each core on its own sequences);
-:func:`_lockstep` measures the together context by one launch per probe length holding that single
-sequence, so that all its tiles start at once. The surrogate blends the two by how much an item
-overlaps its siblings in time (a measured correction: which tile is timed first in a launch is not
-modelled, so the blend is approximate; ``docs/tail.md`` gives the remaining error).
+K and Q rows with scalar GetValue. ``phase`` fidelity gives each core of such a launch its own data
+cache (docs/architecture.md §2.5), so an item's duration no longer depends on whether its sibling
+tiles run alongside: the together tables (``lock_two``, ``lock_middle``) are the apart ones. They were
+measured by one extra launch per two- and four-chunk probe while ``phase`` shared one cache across
+cores; those launches agreed with the apart tables within 0.03 % and are no longer run (they were
+a fifth of a split shape's calibration).
+
+What the calibration does not measure, and why: no chunk length twice, no sequence longer than four
+chunks (a further full chunk costs the same as the third), no second launch context for split tiles.
+What it must measure: every sole chunk length (the cost steps), the two-chunk probes (the first
+chunk of a longer item), the four-chunk probes (a middle chunk) and two overhead points.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from functools import lru_cache
 
 import numpy as np
@@ -160,12 +161,7 @@ def _calibrate(prof, nk: int, nv: int, dk: int, dv: int, has_gamma: bool, buffer
         except KernelDiagnostic as exc:
             raise KernelDiagnostic(_explain(prof, exc)) from None
 
-    costs = _measure(*run(CAL_LENGTHS), run([1])[0], prof)
-    if not costs.split:
-        return costs
-    lock = {n: _slot_durations(run([n])[0]) for n in (*(CHUNK_SIZE + L for L in TWO_PROBES),
-                                                       *(3 * CHUNK_SIZE + L for L in MIDDLE_PROBES))}
-    return _lockstep(costs, lock)
+    return _measure(*run(CAL_LENGTHS), run([1])[0], prof)
 
 
 def _explain(prof, exc: Exception) -> str:
@@ -204,28 +200,6 @@ def _measure(result, launch, one, prof) -> ItemCosts:
     return ItemCosts(sole, two, middle, pre, per_item, float(per_batch), sh.nv, sh.dv, t.v_step, t.v_tile_count,
                      split, t.block_dim, float(prof.clock_mhz), prof.name, two, middle,
                      sh.nv // sh.nk * (t.v_tile_count if split else 1))
-
-
-def _slot_durations(result) -> np.ndarray:
-    """Median item duration per V-tile slot of a one-sequence run."""
-    items = result.items
-    dur = (items["end"] - items["start"]).groupby(items["vtile"].clip(lower=0)).median()
-    return np.round(dur.sort_index().to_numpy()).astype(np.int64)
-
-
-def _lockstep(costs: ItemCosts, lock: dict[int, np.ndarray]) -> ItemCosts:
-    """``costs`` with the together tables from one-sequence runs (``lock[n]``: per-slot durations of a
-    sequence of n tokens whose tiles all start at once). A sole chunk gains nothing measurable (its
-    siblings' K/Q lines arrive no earlier than its own), so only the longer items' tables change."""
-    slots = costs.sole.shape[0]
-    two, middle = np.zeros_like(costs.two), np.zeros_like(costs.middle)
-    grid = np.arange(1, CHUNK_SIZE + 1)
-    for v in range(slots):
-        first = [lock[CHUNK_SIZE + L][v] - costs.sole[v, L] for L in TWO_PROBES]
-        two[v, 1:] = costs.sole[v, 1:] + np.round(np.interp(grid, TWO_PROBES, first)).astype(np.int64)
-        middle[v] = int(round(np.median([(lock[3 * CHUNK_SIZE + L][v] - lock[CHUNK_SIZE + L][v]) / 2
-                                         for L in MIDDLE_PROBES])))
-    return replace(costs, lock_two=two, lock_middle=middle)
 
 
 def _overhead(result) -> tuple[int, float]:
