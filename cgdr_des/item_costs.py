@@ -27,13 +27,15 @@ K and Q rows with scalar GetValue. ``phase`` fidelity gives each core of such a 
 cache (docs/architecture.md §2.5), so an item's duration no longer depends on whether its sibling
 tiles run alongside: the together tables (``lock_two``, ``lock_middle``) are the apart ones. They were
 measured by one extra launch per two- and four-chunk probe while ``phase`` shared one cache across
-cores; those launches agreed with the apart tables within 0.03 % and are no longer run (they were
-a fifth of a split shape's calibration).
+cores; they agreed with the apart tables within 0.07 % (atlas-a2-910b2, (16, 32, 128, 128)) and are
+no longer run (they were 33 of that calibration's 130 CPU seconds).
 
 What the calibration does not measure, and why: no chunk length twice, no sequence longer than four
 chunks (a further full chunk costs the same as the third), no second launch context for split tiles.
 What it must measure: every sole chunk length (the cost steps), the two-chunk probes (the first
-chunk of a longer item), the four-chunk probes (a middle chunk) and two overhead points.
+chunk of a longer item), the four-chunk probes (a middle chunk) and two overhead points, in a
+launch of the real shape: the same shape with fewer heads (fewer busy cores, less GM contention)
+gives durations 1.5-2.6 % off (nv = 4 and 8 for nv = 32 on atlas-a2-910b2), beyond the 0.5 % bound.
 """
 
 from __future__ import annotations
