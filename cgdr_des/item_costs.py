@@ -23,25 +23,29 @@ also holds ComputeAvgload's read of every length) come from the overhead measure
 calibration run and a one-sequence run.
 
 Split V-tiles (``ShouldSplitVTiles``): the tiles of one head run on different cores and read the same
-K and Q rows with scalar GetValue (ComputeAttnInter, UpdateAndWriteState). At ``phase`` fidelity each
-phase signature is timed once per launch, at its first occurrence, through one data cache that the
-phase compiler shares across all cores, and every later occurrence reuses that timing. When a sibling
-tile has just read the same rows on another core, the first occurrence finds their lines resident
-and the whole launch's chunks of that signature run up to ~2.5 % faster than when it is timed apart.
-The calibration run above measures the apart context (each core on its own sequences);
-:func:`_lockstep` measures the together context by one launch per probe length holding that single
-sequence, so that all its tiles start at once. The surrogate blends the two by how much an item
-overlaps its siblings in time (a measured correction: which tile is timed first in a launch is not
-modelled, so the blend is approximate; ``docs/tail.md`` gives the remaining error).
+K and Q rows with scalar GetValue. ``phase`` fidelity gives each core of such a launch its own data
+cache (docs/architecture.md §2.5), so an item's duration no longer depends on whether its sibling
+tiles run alongside: the together tables (``lock_two``, ``lock_middle``) are the apart ones. They were
+measured by one extra launch per two- and four-chunk probe while ``phase`` shared one cache across
+cores; they agreed with the apart tables within 0.07 % (atlas-a2-910b2, (16, 32, 128, 128)) and are
+no longer run (they were 33 of that calibration's 130 CPU seconds).
+
+What the calibration does not measure, and why: no chunk length twice, no sequence longer than four
+chunks (a further full chunk costs the same as the third), no second launch context for split tiles.
+What it must measure: every sole chunk length (the cost steps), the two-chunk probes (the first
+chunk of a longer item), the four-chunk probes (a middle chunk) and two overhead points, in a
+launch of the real shape: the same shape with fewer heads (fewer busy cores, less GM contention)
+gives durations 1.5-2.6 % off (nv = 4 and 8 for nv = 32 on atlas-a2-910b2), beyond the 0.5 % bound.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields
 from functools import lru_cache
 
 import numpy as np
 
+from cgdr_des import cost_cache
 from cgdr_des.errors import KernelDiagnostic
 from cgdr_des.integers import ceil_div
 from cgdr_des.kernel.functional import make_launch
@@ -101,12 +105,52 @@ class ItemCosts:
         cycles = self.pre + np.asarray(n_items, np.int64) * self.per_item + np.asarray(batch_entries) * self.per_batch
         return np.round(cycles).astype(np.int64)
 
+    def to_json(self) -> dict:
+        """Plain JSON types (arrays as nested lists), for the on-disk cache."""
+        return cost_cache.canonical({f.name: getattr(self, f.name) for f in fields(self)})
+
+    @classmethod
+    def from_json(cls, doc: dict) -> ItemCosts:
+        """The inverse of :meth:`to_json` (KeyError/TypeError/ValueError when ``doc`` is not one)."""
+        return cls(**{f.name: (np.asarray(doc[f.name], np.int64) if f.name in _ARRAYS else doc[f.name])
+                      for f in fields(cls)})
+
+
+_ARRAYS = ("sole", "two", "middle", "lock_two", "lock_middle")
+
 
 @lru_cache(maxsize=32)
 def measure_item_costs(prof, nk: int, nv: int, dk: int, dv: int, has_gamma: bool, buffer_num: int,
                        run_launch) -> ItemCosts:
-    """The item costs of one shape on a loaded profile (cached; the key is the profile itself, overrides
-    included). ``run_launch(launch, prof, *, policy, fidelity) -> Result`` times a launch."""
+    """The item costs of one shape on a loaded profile. Cached in the process (the key is the profile
+    itself, overrides included) and on disk (:mod:`cgdr_des.cost_cache`, keyed by a fingerprint of the
+    same inputs, the package version and its source). ``run_launch(launch, prof, *, policy, fidelity)
+    -> Result`` times a launch."""
+    shape = {"nk": int(nk), "nv": int(nv), "dk": int(dk), "dv": int(dv), "has_gamma": bool(has_gamma)}
+    inputs = {"profile": {f.name: getattr(prof, f.name) for f in fields(prof)}, "shape": shape,
+              "buffer_num": int(buffer_num), "runner": f"{run_launch.__module__}.{run_launch.__qualname__}"}
+    value = cost_cache.cached("item-costs", inputs,
+                              lambda: _calibrate(prof, nk, nv, dk, dv, has_gamma, buffer_num, run_launch).to_json(),
+                              _why_not_costs)
+    return ItemCosts.from_json(value)
+
+
+def _why_not_costs(doc: dict) -> str | None:
+    """None when a stored value is a whole ItemCosts, else what is wrong with it."""
+    try:
+        costs = ItemCosts.from_json(doc)
+    except (KeyError, TypeError, ValueError) as exc:
+        return f"not an item-cost table: {type(exc).__name__} {str(exc)[:40]}"
+    slots = costs.sole.shape[0] if costs.sole.ndim == 2 else 0
+    want = (slots, CHUNK_SIZE + 1)
+    if not slots or any(getattr(costs, a).shape != want for a in ("sole", "two", "lock_two")) \
+            or any(getattr(costs, a).shape != (slots,) for a in ("middle", "lock_middle")):
+        return "item-cost tables of the wrong size"
+    return None
+
+
+def _calibrate(prof, nk: int, nv: int, dk: int, dv: int, has_gamma: bool, buffer_num: int, run_launch) -> ItemCosts:
+    """Measure the item costs (the phase-fidelity runs the module doc describes)."""
     def run(lengths):
         """Time one phase-fidelity launch of ``lengths`` (numerics off); ``(Result, Launch)``."""
         lengths = np.asarray(lengths, np.int32)
@@ -119,12 +163,7 @@ def measure_item_costs(prof, nk: int, nv: int, dk: int, dv: int, has_gamma: bool
         except KernelDiagnostic as exc:
             raise KernelDiagnostic(_explain(prof, exc)) from None
 
-    costs = _measure(*run(CAL_LENGTHS), run([1])[0], prof)
-    if not costs.split:
-        return costs
-    lock = {n: _slot_durations(run([n])[0]) for n in (*(CHUNK_SIZE + L for L in TWO_PROBES),
-                                                       *(3 * CHUNK_SIZE + L for L in MIDDLE_PROBES))}
-    return _lockstep(costs, lock)
+    return _measure(*run(CAL_LENGTHS), run([1])[0], prof)
 
 
 def _explain(prof, exc: Exception) -> str:
@@ -163,28 +202,6 @@ def _measure(result, launch, one, prof) -> ItemCosts:
     return ItemCosts(sole, two, middle, pre, per_item, float(per_batch), sh.nv, sh.dv, t.v_step, t.v_tile_count,
                      split, t.block_dim, float(prof.clock_mhz), prof.name, two, middle,
                      sh.nv // sh.nk * (t.v_tile_count if split else 1))
-
-
-def _slot_durations(result) -> np.ndarray:
-    """Median item duration per V-tile slot of a one-sequence run."""
-    items = result.items
-    dur = (items["end"] - items["start"]).groupby(items["vtile"].clip(lower=0)).median()
-    return np.round(dur.sort_index().to_numpy()).astype(np.int64)
-
-
-def _lockstep(costs: ItemCosts, lock: dict[int, np.ndarray]) -> ItemCosts:
-    """``costs`` with the together tables from one-sequence runs (``lock[n]``: per-slot durations of a
-    sequence of n tokens whose tiles all start at once). A sole chunk gains nothing measurable (its
-    siblings' K/Q lines arrive no earlier than its own), so only the longer items' tables change."""
-    slots = costs.sole.shape[0]
-    two, middle = np.zeros_like(costs.two), np.zeros_like(costs.middle)
-    grid = np.arange(1, CHUNK_SIZE + 1)
-    for v in range(slots):
-        first = [lock[CHUNK_SIZE + L][v] - costs.sole[v, L] for L in TWO_PROBES]
-        two[v, 1:] = costs.sole[v, 1:] + np.round(np.interp(grid, TWO_PROBES, first)).astype(np.int64)
-        middle[v] = int(round(np.median([(lock[3 * CHUNK_SIZE + L][v] - lock[CHUNK_SIZE + L][v]) / 2
-                                         for L in MIDDLE_PROBES])))
-    return replace(costs, lock_two=two, lock_middle=middle)
 
 
 def _overhead(result) -> tuple[int, float]:

@@ -97,16 +97,15 @@ def test_split_tiles_on_random_batches_within_half_a_percent(profile, lengths, p
 
 
 def test_split_tiles_together_are_never_slower_and_bound_the_makespan():
-    """The together tables are the K/Q lines found resident: never slower than apart (beyond a few
-    cycles of ScalarExp), and the lower bound uses them so it holds for every assignment."""
+    """The together tables are never slower than apart (beyond a few cycles of ScalarExp; since each
+    core has its own data cache at phase fidelity they are the apart ones, docs/tail.md), and the lower
+    bound uses them so it holds for every assignment."""
     costs = calibrate(**SPLIT)
     n = np.arange(1, 600)
     for v in range(costs.v_tiles):
         apart, together = costs.item_cycles(n, np.full(n.size, v)), costs.item_cycles(n, np.full(n.size, v),
                                                                                        together=True)
         assert (together <= apart + 100).all()
-    assert (costs.item_cycles(n, np.ones(n.size, int), together=True) < costs.item_cycles(n, np.ones(n.size, int)))[
-        n > 64].any()
     lengths = np.random.default_rng(4).integers(1, 300, (50, 4))
     for policy in ("greedy", "round_robin", "cost_lpt"):
         est = estimate(costs, lengths, policy)

@@ -1,4 +1,5 @@
-"""Options several commands share: ``--set section.field=value`` (repeatable) and ``--seed N``.
+"""Options several commands share: ``--set section.field=value`` (repeatable) and ``--seed N``; the
+calibration cache's ``--cache-dir DIR`` and ``--no-cache``.
 
 ``@override_options`` adds both to a command (its function receives ``sets`` and ``seed``);
 ``load_with_overrides`` loads a scenario file and applies them, validated like the file itself.
@@ -7,6 +8,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -24,6 +26,24 @@ def override_options(command: Callable) -> Callable:
         "--set", "sets", multiple=True, metavar="PATH=VALUE",
         help="Change one scenario field, e.g. --set kernel.policy=round_robin --set shape.nv=32 "
              "(value read as TOML; repeatable).")(command)
+
+
+def cache_options(command: Callable) -> Callable:
+    """Decorator: add ``--cache-dir DIR`` and ``--no-cache`` (the calibration cache, docs/tail.md) to a
+    click command (its function receives ``cache_dir`` and ``no_cache``; see :func:`calibration_cache`)."""
+    command = click.option("--no-cache", is_flag=True,
+                           help="Measure item costs afresh and store nothing (the calibration cache).")(command)
+    return click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+                        help="Directory of the calibration cache (default: $CGDR_DES_CACHE_DIR, else the "
+                             "user's cache directory).")(command)
+
+
+def calibration_cache(cache_dir: Path | None, no_cache: bool):
+    """Context manager: the calibration cache as ``--cache-dir``/``--no-cache`` ask, for this command and
+    the worker processes it starts."""
+    from cgdr_des.cost_cache import settings
+
+    return settings(cache_dir, enabled=not no_cache)
 
 
 def overrides_from(sets: tuple[str, ...] | list[str], seed: int | None) -> list[tuple[str, Any]]:

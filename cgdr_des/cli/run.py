@@ -8,7 +8,7 @@ import click
 
 from cgdr_des.cli import common
 from cgdr_des.cli.app import main
-from cgdr_des.cli.options import load_with_overrides, override_options
+from cgdr_des.cli.options import cache_options, calibration_cache, load_with_overrides, override_options
 
 
 @main.command()
@@ -21,13 +21,16 @@ from cgdr_des.cli.options import load_with_overrides, override_options
 @common.force_option
 @common.max_memory_option
 @override_options
+@cache_options
 def run(scenario: str, out: Path, csv: bool, with_range: bool, force: bool, max_memory: str | None,
-        sets: tuple[str, ...], seed: int | None) -> None:
-    """Simulate SCENARIO (a TOML file) and write its results into --out."""
+        sets: tuple[str, ...], seed: int | None, cache_dir: Path | None, no_cache: bool) -> None:
+    """Simulate SCENARIO (a TOML file) and write its results into --out.
+
+    A cost-weighted ``[kernel] policy`` calibrates item costs first (cached: --cache-dir, --no-cache)."""
     sc = load_with_overrides(scenario, sets, seed)
     common.check_estimate(sc, max_memory)
     target = common.output_dir(out, force)
-    with target as staging:
+    with target as staging, calibration_cache(cache_dir, no_cache):
         result, written = common.run_one(sc, staging, csv, target)
         for line in common.summary_lines(result):
             click.echo(line)

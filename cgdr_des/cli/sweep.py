@@ -14,7 +14,7 @@ import click
 
 from cgdr_des.bounds import MAX_WORKERS, check_count
 from cgdr_des.cli.app import main
-from cgdr_des.cli.options import override_options, overrides_from
+from cgdr_des.cli.options import cache_options, calibration_cache, override_options, overrides_from
 from cgdr_des.errors import InputError
 
 #: a Dask scheduler address: scheme://host[:port]
@@ -34,10 +34,11 @@ SCHEDULER = re.compile(r"^(tcp|tls|ucx|inproc|ws|wss)://[^\s/]+$")
 @click.option("--status", "status_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Say which points of the sweep in this directory are done, failed, pending.")
 @override_options
+@cache_options
 @click.pass_context
 def sweep(ctx: click.Context, sweep_file: str | None, out: Path | None, workers: int | None, scheduler: str | None,
           max_points: int | None, force: bool, dry_run: bool, status_dir: Path | None, sets: tuple[str, ...],
-          seed: int | None) -> None:
+          seed: int | None, cache_dir: Path | None, no_cache: bool) -> None:
     """Run the points of SWEEP (a TOML sweep file) and store them under --out (see docs/sweeps.md)."""
     from cgdr_des.sweep import SweepStore, load_sweep
 
@@ -53,7 +54,8 @@ def sweep(ctx: click.Context, sweep_file: str | None, out: Path | None, workers:
         return
     if out is None:
         raise InputError("--out", "nothing", "a directory for the sweep's results")
-    report = _run(spec, out, workers, scheduler, force, max_points)
+    with calibration_cache(cache_dir, no_cache):  # the workers inherit it: each calibration is measured once
+        report = _run(spec, out, workers, scheduler, force, max_points)
     if report.status.failed:
         click.echo(f"error: {len(report.status.failed)} of {_total(report.status)} points failed "
                    f"(cgdr-des sweep --status {out})", err=True)

@@ -10,7 +10,7 @@ import click
 from cgdr_des.bounds import MAX_STUDY_BATCHES, check_count
 from cgdr_des.cli import common
 from cgdr_des.cli.app import main
-from cgdr_des.cli.options import load_with_overrides, override_options
+from cgdr_des.cli.options import cache_options, calibration_cache, load_with_overrides, override_options
 
 #: the summary columns the console shows and their headers ({us}: the console's time unit)
 TABLE = {"policy": "policy", "p50_us": "p50 {us}", "p99_us": "p99 {us}", "p99_interval": "p99 95% interval {us}",
@@ -28,8 +28,9 @@ TABLE = {"policy": "policy", "p50_us": "p50 {us}", "p99_us": "p99 {us}", "p99_in
               help="A policy to time; repeat for several (default: [study] policies, else all).")
 @common.force_option
 @override_options
+@cache_options
 def tail(scenario: str, out: Path, batches: int | None, policies: tuple[str, ...], force: bool,
-         sets: tuple[str, ...], seed: int | None) -> None:
+         sets: tuple[str, ...], seed: int | None, cache_dir: Path | None, no_cache: bool) -> None:
     """Sample SCENARIO's workload distribution and time every batch under every dispatch policy.
 
     ``--seed`` sets ``workload.seed``, which seeds the sampled batches.
@@ -43,7 +44,7 @@ def tail(scenario: str, out: Path, batches: int | None, policies: tuple[str, ...
     names = [p.strip() for arg in policies for p in arg.split(",") if p.strip()] or None
     target = common.output_dir(out, force, "tail")
     with target as staging:  # checked and locked before the study starts; files appear whole or not at all
-        with warnings.catch_warnings(record=True) as caught:
+        with warnings.catch_warnings(record=True) as caught, calibration_cache(cache_dir, no_cache):
             warnings.simplefilter("always")
             result = run_study(sc, batches=batches, policies=names, progress=Progress())
         with target.writing():
