@@ -61,7 +61,7 @@ def run_study(sc: Scenario, *, batches: int | None = None, policies: list[str] |
     prof = load_profile(sc.hardware.profile, dict(sc.hardware.overrides) or None)
     s = sc.shape
     progress = progress if progress is not None else Progress.off()
-    with progress.stage("calibrating item costs (one phase-fidelity launch)", 1) as stage:
+    with progress.stage("calibrating item costs (phase-fidelity launches, or the calibration cache)", 1) as stage:
         costs = costs_for(prof, s.nk, s.nv, s.dk, s.dv, s.has_gamma, sc.kernel.buffer_num)
         stage.advance()
     names = _policies(requested, costs, sc.workload.batch)
