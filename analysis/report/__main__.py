@@ -44,7 +44,7 @@ def _check(out: Path) -> None:
     from analysis.report.check import run_check
 
     if not (out / "report.json").is_file():
-        click.echo(f"error: --out: {str(out)[:40]}: a report folder (with report.json)", err=True)
+        click.echo(f"error: --out: got {str(out)[:40]}; a report folder holding report.json", err=True)
         sys.exit(2)
     try:
         bad = run_check(out, log=click.echo)
