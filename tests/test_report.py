@@ -90,3 +90,112 @@ def test_quoted_percentiles_are_numpys_on_the_stored_batches(report):
         want = np.percentile(grp["makespan_us"].to_numpy(), 99)
         got = select(grid, {"point": int(point), "policy": policy})["p99_us"]
         assert got == pytest.approx(want, rel=1e-12)
+
+
+# --- python -m analysis.report --check: the committed report against the code ---------------------------
+
+COMMITTED = ROOT / "analysis" / "report"
+
+
+@pytest.fixture(scope="module")
+def recomputed():
+    from analysis.report.check import recompute
+
+    return recompute(COMMITTED)
+
+
+@pytest.mark.slow
+def test_check_passes_on_the_committed_report(recomputed):
+    from analysis.report.check import against
+
+    assert {n.frame for n in recomputed} == {"grid", "skew", "buffering"}
+    assert all(n.tolerance > 0 for n in recomputed)
+    bad = [n.line() for n in against(COMMITTED, recomputed) if not n.ok]
+    assert not bad, bad
+
+
+def _copy_report(dst: Path) -> Path:
+    import shutil
+
+    shutil.copytree(COMMITTED / "frames", dst / "frames")
+    for name in ("report.json", "quotes.csv", "README.md"):
+        shutil.copy(COMMITTED / name, dst / name)
+    return dst
+
+
+@pytest.mark.slow
+def test_check_fails_when_a_quoted_number_is_edited(recomputed, tmp_path):
+    """A hand edit of one quoted cell by a little more than its printed rounding is caught; by less, not."""
+    from analysis.report.check import against
+
+    target = next(n for n in recomputed if n.frame == "skew")
+    copy = _copy_report(tmp_path)
+    path = copy / "frames" / "skew.csv"
+    frame = read_frame(path)
+    row = select(frame, target.where).name
+    for shift, caught in ((0.4 * target.tolerance, False), (2 * target.tolerance, True)):
+        edited = frame.copy()
+        edited.loc[row, target.column] = target.committed + shift
+        edited.to_csv(path, index=False)
+        judged = {n.name: n for n in against(copy, recomputed)}
+        assert judged[target.name].ok is not caught
+        assert sum(not n.ok for n in judged.values()) == int(caught)
+
+
+@pytest.mark.slow
+def test_check_command_exits_1_with_one_line_per_differing_number(tmp_path):
+    import subprocess
+
+    copy = _copy_report(tmp_path)
+    path = copy / "frames" / "grid.csv"
+    grid = read_frame(path)
+    head = grid[(grid["chip"] == "atlas-300i-duo") & (grid["nv"] == 16) & (grid["batch"] == 16)
+                & (grid["law"] == "lognormal σ=1") & (grid["policy"] == "greedy")]
+    grid.loc[head.index, "p99_us"] += 10.0
+    grid.to_csv(path, index=False)
+    res = subprocess.run([sys.executable, "-m", "analysis.report", "--check", "--out", str(copy)], cwd=ROOT,
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 1, res.stdout + res.stderr
+    lines = [x for x in res.stdout.splitlines() if "committed" in x]
+    assert len(lines) == 1 and lines[0].startswith("headline p99 atlas-300i-duo greedy:"), res.stdout
+    assert "tolerance 0.5" in lines[0]
+
+
+def _fake_tree(root: Path) -> Path:
+    """The inputs the fingerprint reads, copied: sweep files, scenarios, profiles, and two source files."""
+    import shutil
+
+    shutil.copytree(ROOT / "scenarios", root / "scenarios")
+    shutil.copytree(ROOT / "cgdr_des" / "hw" / "profiles", root / "cgdr_des" / "hw" / "profiles")
+    (root / "cgdr_des" / "a.py").write_text("A = 1\n")
+    (root / "analysis" / "report").mkdir(parents=True)
+    (root / "analysis" / "report" / "b.py").write_text("B = 1\n")
+    return root
+
+
+def test_fingerprints_change_when_an_input_changes(tmp_path):
+    from analysis.report.inputs import differences, inputs
+
+    root = _fake_tree(tmp_path)
+    before = inputs(root)
+    assert "scenarios/sweeps/report_grid.toml" in before["sweeps"]
+    assert "scenarios/tail_lognormal.toml" in before["scenarios"]  # a base scenario of the sweeps
+    assert "cgdr_des/hw/profiles/atlas-300i-duo.toml" in before["profiles"]
+    assert differences(before, inputs(root)) == []
+    sweep = root / "scenarios" / "sweeps" / "report_skew.toml"
+    sweep.write_text(sweep.read_text() + "\n# edited\n")
+    (root / "cgdr_des" / "a.py").write_text("A = 2\n")
+    after = inputs(root)
+    assert after["sweeps"]["scenarios/sweeps/report_skew.toml"] != before["sweeps"]["scenarios/sweeps/report_skew.toml"]
+    assert differences(before, after) == ["sweeps: scenarios/sweeps/report_skew.toml changed since the report",
+                                          f"source: {before['source'][:12]} in the report, {after['source'][:12]} now"]
+
+
+def test_report_json_records_the_inputs_and_section_times(report):
+    from analysis.report.inputs import inputs
+
+    out, meta, _ = report
+    stored = json.loads((out / "report.json").read_text())
+    assert stored["inputs"] == inputs()
+    assert {f"sweep {n}" for n in ("grid", "skew", "buffering")} <= set(stored["sections_s"])
+    assert all(v >= 0 for v in stored["sections_s"].values())

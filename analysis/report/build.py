@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.report import figures, sweeps, tables, text
+from analysis.report import figures, inputs, sweeps, tables, text
 from analysis.report.quotes import Quotes
 from cgdr_des.kernel.policies import POLICIES
 from cgdr_des.sweep.points import package_version
@@ -31,10 +31,14 @@ def build_report(out: Path, *, quick: bool, workers: int, work: Path | None = No
     out = Path(out)
     work = Path(work) if work is not None else out / "_sweeps" / ("quick" if quick else "full")
     t0 = time.perf_counter()
+    stamp = inputs.inputs()  # before the sweeps: an edit while they run shows as a difference in --check
     rans = sweeps.run_all(work, quick=quick, workers=workers, log=log)
+    t1 = time.perf_counter()
     q = Quotes(out)
     t = frames_and_facts(q, rans, workers, quick)
+    t2 = time.perf_counter()
     names = draw(t, rans, out)
+    t3 = time.perf_counter()
     meta = {"version": package_version(), "quick": quick, "workers": workers, "figures": names,
             "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), **git_state()}
     body = "\n".join([text.section_header(q, meta), text.section_method(q, t), text.section_tail(q, t),
@@ -43,8 +47,12 @@ def build_report(out: Path, *, quick: bool, workers: int, work: Path | None = No
                       text.section_files(meta)])
     (out / "README.md").write_text(body, encoding="utf-8")
     q.write()
-    meta |= {"build_s": time.perf_counter() - t0, "sweeps": {n: sweeps.sweep_time(r.store.root) for n, r in
-                                                             rans.items()}}
+    now = time.perf_counter()
+    meta |= {"build_s": now - t0, "inputs": stamp,
+             # this invocation's wall time per stage: each sweep (0 when resumed from its store), then the rest
+             "sections_s": {**{f"sweep {n}": r.wall_s for n, r in rans.items()},
+                            "frames": t2 - t1, "figures": t3 - t2, "text": now - t3},
+             "sweeps": {n: sweeps.sweep_time(r.store.root) for n, r in rans.items()}}
     (out / "report.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     return meta
 

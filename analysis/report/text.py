@@ -345,12 +345,17 @@ def section_files(meta: dict) -> str:
 
     python -m analysis.report --out analysis/report            # the full grid (resumes stored points)
     python -m analysis.report --out /tmp/r --quick --workers 0 # the reduced grid, in this process
+    python -m analysis.report --check                          # is this report still what the code gives?
 
 The studies are the sweep files `scenarios/sweeps/report_*.toml`: change a base scenario, a grid axis
 or the chip there (a profile of your own goes in `[grid] hardware`), and rerun. The sweeps' raw
 output goes to `--work` (default `analysis/report/_sweeps/`, not committed); a rerun computes only
 points whose fingerprint changed. `frames/` holds the small tables this text quotes, `quotes.csv`
-where each quoted number comes from, `report.json` the settings and timings.
+where each quoted number comes from, `report.json` the settings, the timings and the fingerprint of
+every input (sweep files, base scenarios, profiles, the package's source, this folder's code).
+`--check` recomputes a few quoted numbers in seconds (the 310P headline p99s, one skew penalty, one
+buffering row) and fails when one is off by more than the rounding of its printed digits; changed
+fingerprints are printed as notes (most code changes move no number).
 
 Files: {', '.join(f'`{f}.png`' for f in meta['figures'])}.
 """
