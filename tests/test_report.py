@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import json
 import re
+import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import REPO as ROOT
 
 from analysis.report.build import build_report  # analysis/ is importable: conftest puts the repository on sys.path
 from analysis.report.quotes import read_frame, select
