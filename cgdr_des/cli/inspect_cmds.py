@@ -14,6 +14,7 @@ import click
 from cgdr_des.cli import common
 from cgdr_des.cli.app import main
 from cgdr_des.errors import InputError
+from cgdr_des.results.formats import FORMATS
 
 
 def load_scenario(path: str):
@@ -59,11 +60,20 @@ def schema() -> None:
 @click.option("--window", metavar="T0:T1", default=None,
               help="Gantt window in µs (default: the core's longest work item, whole); an end past the "
                    "run's is clipped, a start past it refused.")
-def plot(directory: Path, core: int | None, window: str | None) -> None:
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="png", show_default=True,
+              help="Also write each plot in this vector format beside its PNG (the page inlines the PNGs).")
+def plot(directory: Path, core: int | None, window: str | None, fmt: str) -> None:
     """Redraw the PNG plots of any cgdr-des output DIRECTORY (run, compare, tail, measured, calibrate,
     sensitivity, sweep) from its saved frames, under its lock, swapped in whole. For a run, --core and
     --window choose the Gantt's core and time window (they replace the scenario's [output]
     gantt_core / gantt_window)."""
+    from cgdr_des.results.formats import figure_formats
+
+    with figure_formats(fmt):
+        _plot(directory, core, window)
+
+
+def _plot(directory: Path, core: int | None, window: str | None) -> None:
     from functools import partial
 
     from cgdr_des.cli.redraw import draw_run_range, is_run, redraw  # light: matplotlib, pandas load when drawing

@@ -46,7 +46,7 @@ from cgdr_des.errors import InputError
 
 MANIFEST = "manifest.json"
 #: files a reader never reads (the plots and the page, drawn from the frames): listed, not required
-DERIVED = (".png", "index.html")
+DERIVED = (".png", ".svg", ".pdf", "index.html")
 WRITE_NEEDS = "a file system with room for the output; nothing was written"
 TOOL = "cgdr-des"
 #: files that mark a directory written by cgdr-des before manifests existed (a run's)

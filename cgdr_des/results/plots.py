@@ -36,6 +36,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import NullFormatter, StrMethodFormatter
 
 from cgdr_des.errors import InputError
+from cgdr_des.results.formats import extra_formats
 from cgdr_des.results.palette import REFERENCE, phase_colour, phase_order, series_colour
 from cgdr_des.results.trace import THREAD_NAMES, assign_lanes
 
@@ -46,11 +47,13 @@ DPI = 110
 
 
 def save_figure(fig: Figure, path: str | Path) -> Path:
-    """Write ``fig`` as a PNG at the plots' DPI (Agg canvas: no display needed); every plot module saves
-    through it."""
+    """Write ``fig`` as a PNG at the plots' DPI (Agg canvas: no display needed), and in each format
+    :func:`figure_formats` asks for; every plot module saves through it. Returns the PNG's path."""
     path = Path(path)
     FigureCanvasAgg(fig)
     fig.savefig(path, dpi=DPI)
+    for fmt in extra_formats():
+        fig.savefig(path.with_suffix(f".{fmt}"), format=fmt)
     return path
 
 
