@@ -55,8 +55,9 @@ def calibrate(measurements: str, fields: str, out: Path, no_loo: bool, force: bo
         common.write_page(target, staging, "calibrate")
     for name in names:
         click.echo(f"fitted     {name}: {res.nominal[name]} -> {res.fitted[name]}")
+    us = common.time_unit()
     for _, r in res.points.iterrows():
         loo = "" if no_loo else f", leave-one-out {r['loo_error_pct']:+.1f} %"
-        click.echo(f"point      {r['scenario']}: measured {r['measured_us']:,.1f} us, nominal {r['nominal_us']:,.1f}, "
-                   f"fitted {r['fitted_us']:,.1f} ({r['residual_pct']:+.1f} %{loo})")
+        click.echo(f"point      {r['scenario']}: measured {r['measured_us']:,.1f} {us}, "
+                   f"nominal {r['nominal_us']:,.1f}, fitted {r['fitted_us']:,.1f} ({r['residual_pct']:+.1f} %{loo})")
     click.echo(f"outputs    {out}: fit.json, profile.toml, residuals.csv, calibration.png")

@@ -61,12 +61,13 @@ def measured(measurements: Path, out: Path, hypotheses: str, force: bool) -> Non
 
             draw_measured(staging)  # measured.png, from the files just written (as `plot` redraws it)
         common.write_page(target, staging, "measured")
+    us = common.time_unit()
     for _, r in df.iterrows():
         if r["error"]:
-            click.echo(f"shape      {r['shape']:<17} {r['hypothesis']:<14} measured {r['measured_us']:>9,.0f} us  "
+            click.echo(f"shape      {r['shape']:<17} {r['hypothesis']:<14} measured {r['measured_us']:>9,.0f} {us}  "
                        f"not simulated: {r['error'][:100]}")
             continue
-        click.echo(f"shape      {r['shape']:<17} {r['hypothesis']:<14} measured {r['measured_us']:>9,.0f} us  "
+        click.echo(f"shape      {r['shape']:<17} {r['hypothesis']:<14} measured {r['measured_us']:>9,.0f} {us}  "
                    f"predicted {r['predicted_us']:>9,.0f} [{r['predicted_low_us']:,.0f}, {r['predicted_high_us']:,.0f}]"
                    f"  {'inside' if r['inside'] else 'OUTSIDE'}  measured/device {r['measured_over_device']:.2f}")
     for _, r in v.iterrows():
@@ -74,7 +75,7 @@ def measured(measurements: Path, out: Path, hypotheses: str, force: bool) -> Non
             click.echo(f"verdict    {r['hypothesis']}: not simulated on every shape")
             continue
         click.echo(f"verdict    {r['hypothesis']}: {int(r['n_inside'])}/{int(r['n'])} inside; constant overhead "
-                   f"{r['offset_us']:,.0f} us (worst residual {100 * r['offset_worst_residual']:.0f} %"
+                   f"{r['offset_us']:,.0f} {us} (worst residual {100 * r['offset_worst_residual']:.0f} %"
                    f"{'' if r['offset_in_host_range'] else ', outside the overhead range'}); constant factor "
                    f"{r['factor']:.2f} (worst residual {100 * r['factor_worst_residual']:.0f} %)")
     click.echo(f"outputs    {out}: measured.csv, verdicts.json, measured.png")

@@ -67,7 +67,7 @@ def sensitivity(scenario: str, out: Path, fields: str | None, samples: int, seed
             paths = write_sensitivity(res, staging)
             paths["joint_makespan"] = plot_joint(res, staging)
         common.write_page(target, staging, "sensitivity")
-    click.echo(interval_line(res))
+    click.echo(interval_line(res, common.time_unit()))
     for name, row in tornado_table(res).head(TOP_LINES).iterrows():
         click.echo(f"  {name:<40} low end {row['low']:+7.2f} %   high end {row['high']:+7.2f} %")
     click.echo(f"outputs    {out}: {', '.join(sorted(p.name for p in paths.values()))}")
@@ -89,4 +89,4 @@ def print_range(sc, directory: Path) -> None:
     directory.mkdir(exist_ok=True)
     write_sensitivity(res, directory)
     plot_joint(res, directory)
-    click.echo(interval_line(res))
+    click.echo(interval_line(res, common.time_unit()))

@@ -102,10 +102,10 @@ def write_sensitivity(result: Sensitivity, out: Path) -> dict[str, Path]:
     return paths
 
 
-def interval_line(result: Sensitivity) -> str:
-    """One console line: the nominal makespan and its interval."""
+def interval_line(result: Sensitivity, us: str = "µs") -> str:
+    """One console line: the nominal makespan and its interval (``us``: the console's unit text)."""
     lo, hi = result.interval_us
     s = result.summary()
-    return (f"range      {result.nominal_us:,.1f} us in [{lo:,.1f}, {hi:,.1f}] us "
+    return (f"range      {result.nominal_us:,.1f} {us} in [{lo:,.1f}, {hi:,.1f}] {us} "
             f"({s['oat_runs']} one-at-a-time ends and {s['lhs_samples']} joint samples over "
             f"{len(result.params)} ranged fields, seed {result.seed}; phase fidelity, numerics off)")
