@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from cgdr_des.results.palette import NEUTRAL, series_colour
 from cgdr_des.results.plots import save_figure
 
 FILE = "calibration.png"
@@ -21,11 +22,12 @@ FILE = "calibration.png"
 def plot_calibration(points: pd.DataFrame, fit: dict, path: str | Path) -> Path:
     """Horizontal grouped bars per point: nominal, fitted and leave-one-out error, % of measured."""
     nominal = 100 * (points["nominal_us"] / points["measured_us"] - 1)
-    series = [("nominal (before the fit)", nominal, "tab:gray"),
-              (f"fitted (rms {fit.get('rms_residual_pct', float('nan')):.1f} %)", points["residual_pct"], "tab:blue")]
+    series = [("nominal (before the fit)", nominal, NEUTRAL),
+              (f"fitted (rms {fit.get('rms_residual_pct', float('nan')):.1f} %)", points["residual_pct"],
+               series_colour(0))]
     if points["loo_error_pct"].notna().any():
         series.append((f"leave-one-out (rms {fit.get('rms_loo_pct') or float('nan'):.1f} %)",
-                       points["loo_error_pct"], "tab:orange"))
+                       points["loo_error_pct"], series_colour(1)))
     n = len(points)
     fig = Figure(figsize=(8.5, 1.6 + 0.45 * n * len(series) / 2), layout="constrained")
     ax = fig.add_subplot()

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from cgdr_des.results.palette import series_colour
 from cgdr_des.results.plots import save_figure
 
 FILE = "measured.png"
@@ -29,7 +30,7 @@ def plot_measured(df: pd.DataFrame, verdicts: pd.DataFrame, path: str | Path) ->
                              ok[["predicted_low_us", "predicted_high_us"]].to_numpy(np.float64).ravel()])
     lo, hi = np.nanmin(values) / 1.5, np.nanmax(values) * 1.5
     ax.plot([lo, hi], [lo, hi], color="black", lw=1, label="y = x (prediction = measurement)")
-    colours = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple")
+    colours = tuple(series_colour(i) for i in range(5))
     groups = list(ok.groupby("hypothesis", sort=False))
     for i, (name, g) in enumerate(groups):
         c = colours[i % len(colours)]

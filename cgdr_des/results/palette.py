@@ -20,6 +20,8 @@ from cgdr_des.kernel.program import PHASES as VECTOR_PHASES
 
 #: a reference line drawn over data (a mean, a bound)
 REFERENCE = "#d62728"
+#: a neutral series drawn for comparison (a "before" beside an "after")
+NEUTRAL = "#7f7f7f"
 #: a label no table names (a phase added later, an aggregated span's label): drawn, never guessed at
 UNKNOWN = "#7f7f7f"
 

@@ -15,6 +15,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from cgdr_des.results.palette import REFERENCE, series_colour
 from cgdr_des.results.plots import save_figure
 
 FILE = "joint_makespan.png"
@@ -25,15 +26,15 @@ def plot_joint_makespan(runs: pd.DataFrame, summary: dict, path: str | Path) -> 
     fig = Figure(figsize=(8, 4), layout="constrained")
     ax = fig.add_subplot()
     lo, hi, nom = summary["low_us"], summary["high_us"], summary["nominal_us"]
-    ax.axvspan(lo, hi, color="tab:blue", alpha=0.12, label=f"interval [{lo:,.1f}, {hi:,.1f}] µs")
+    ax.axvspan(lo, hi, color=series_colour(0), alpha=0.12, label=f"interval [{lo:,.1f}, {hi:,.1f}] µs")
     joint = runs.loc[runs["kind"] == "lhs", "makespan_us"].to_numpy(np.float64)
     if joint.size:
         edges = np.linspace(lo, hi, 31) if hi > lo else 10
-        ax.hist(joint, bins=edges, color="tab:blue", alpha=0.8, label=_count(joint.size, "joint sample"))
+        ax.hist(joint, bins=edges, color=series_colour(0), alpha=0.8, label=_count(joint.size, "joint sample"))
     else:
         ax.text(0.5, 0.5, "no joint samples (--samples 0)", transform=ax.transAxes, ha="center", color="dimgray")
     oat = runs.loc[runs["kind"] == "oat", "makespan_us"].to_numpy(np.float64)
-    ax.plot(oat, np.zeros_like(oat), "|", color="tab:red", ms=14, mew=1.5,
+    ax.plot(oat, np.zeros_like(oat), "|", color=REFERENCE, ms=14, mew=1.5,
             label=_count(oat.size, "one-at-a-time end"), clip_on=False)
     ax.axvline(nom, color="black", lw=1.2, label=f"nominal {nom:,.1f} µs")
     ax.set_xlabel("makespan, µs")
