@@ -10,6 +10,7 @@ prints and enforces the memory estimate.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -52,14 +53,27 @@ def output_dir(out: Path, force: bool, command: str = "run", *, in_place: bool =
     return OutputDir(out, force=force, field="--out", command=command, in_place=in_place)
 
 
-def check_estimate(sc: Scenario, max_memory: str | None) -> None:
-    """Print the memory/time estimate of ``sc`` and refuse it above ``--max-memory``."""
+def check_estimate(sc: Scenario, max_memory: str | None, *, parallel: int = 1, quiet: bool = False) -> None:
+    """Print the memory/time estimate of ``sc`` (unless ``quiet``) and refuse it, ``parallel`` of them at
+    once (a sweep's workers), above ``--max-memory``."""
     from cgdr_des.estimate import check_memory, cpu_share, parse_size, scenario_estimate
     from cgdr_des.scenario import validate_tiling
 
     est = scenario_estimate(sc, validate_tiling(sc))
-    click.echo(est.line(cpu_share()))
-    check_memory(est, parse_size(max_memory))
+    if not quiet:
+        click.echo(est.line(cpu_share()))
+    check_memory(replace(est, memory_bytes=est.memory_bytes * parallel), parse_size(max_memory))
+
+
+def check_study_memory(sc: Scenario, batches: int | None, policies: int | None, max_memory: str | None,
+                       parallel: int = 1) -> None:
+    """Refuse a tail study (``parallel`` of them at once: a sweep's workers) whose estimated peak memory
+    is above ``--max-memory`` (estimate.py ``study_estimate``), before any calibration."""
+    from cgdr_des.estimate import check_memory, parse_size, study_estimate
+    from cgdr_des.scenario import validate_tiling
+
+    est = study_estimate(sc, validate_tiling(sc), batches, policies)
+    check_memory(replace(est, memory_bytes=est.memory_bytes * parallel), parse_size(max_memory))
 
 
 def run_one(sc: Scenario, out: Path, csv: bool, target: OutputDir,

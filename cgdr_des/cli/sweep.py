@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from cgdr_des.bounds import MAX_WORKERS, check_count
+from cgdr_des.cli import common
 from cgdr_des.cli.app import main
 from cgdr_des.cli.options import cache_options, calibration_cache, override_options, overrides_from
 from cgdr_des.errors import InputError
@@ -33,12 +34,13 @@ SCHEDULER = re.compile(r"^(tcp|tls|ucx|inproc|ws|wss)://[^\s/]+$")
 @click.option("--dry-run", is_flag=True, help="Print the points and what is stored; run nothing.")
 @click.option("--status", "status_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Say which points of the sweep in this directory are done, failed, pending.")
+@common.max_memory_option
 @override_options
 @cache_options
 @click.pass_context
 def sweep(ctx: click.Context, sweep_file: str | None, out: Path | None, workers: int | None, scheduler: str | None,
           max_points: int | None, force: bool, dry_run: bool, status_dir: Path | None, sets: tuple[str, ...],
-          seed: int | None, cache_dir: Path | None, no_cache: bool) -> None:
+          seed: int | None, cache_dir: Path | None, no_cache: bool, max_memory: str | None) -> None:
     """Run the points of SWEEP (a TOML sweep file) and store them under --out (see docs/sweeps.md)."""
     from cgdr_des.sweep import SweepStore, load_sweep
 
@@ -55,19 +57,21 @@ def sweep(ctx: click.Context, sweep_file: str | None, out: Path | None, workers:
     if out is None:
         raise InputError("--out", "nothing", "a directory for the sweep's results")
     with calibration_cache(cache_dir, no_cache):  # the workers inherit it: each calibration is measured once
-        report = _run(spec, out, workers, scheduler, force, max_points)
+        report = _run(spec, out, workers, scheduler, force, max_points, max_memory)
     if report.status.failed:
         click.echo(f"error: {len(report.status.failed)} of {_total(report.status)} points failed "
                    f"(cgdr-des sweep --status {out})", err=True)
         ctx.exit(1)
 
 
-def _run(spec, out: Path, workers: int | None, scheduler: str | None, force: bool, max_points: int | None):
+def _run(spec, out: Path, workers: int | None, scheduler: str | None, force: bool, max_points: int | None,
+         max_memory: str | None = None):
     from cgdr_des.cli.common import output_dir, write_page
     from cgdr_des.sweep import expand, make_executor, run_sweep
 
     points = expand(spec, whole=True)  # every point validated before --out is touched
     workers = _default_workers() if workers is None else workers
+    _check_memory(spec, points, workers, max_memory)
     target = output_dir(out, force, "sweep", in_place=True)  # points are stored in place: a killed sweep resumes
     with target, target.writing(), make_executor(scheduler, workers) as executor, \
             SweepProgress(executor.name) as bar:
@@ -83,6 +87,24 @@ def _run(spec, out: Path, workers: int | None, scheduler: str | None, force: boo
     _print_failures(s.errors)
     click.echo(f"summary    {report.summary} ({len(s.done)} points)" if report.summary else "summary    none yet")
     return report
+
+
+def _check_memory(spec, points, workers: int, max_memory: str | None) -> None:
+    """Refuse a sweep whose largest point, times the points that run at once, is estimated above
+    ``--max-memory`` (a run point by ``run``'s estimate, a tail point by the study's), before any runs."""
+    from cgdr_des.cli.common import check_estimate, check_study_memory
+    from cgdr_des.scenario import Scenario
+
+    parallel = max(1, min(workers, len(points)))
+    for p in points:
+        if p.error is None:
+            sc = Scenario.from_dict(p.scenario)
+            if spec.kind == "tail":
+                policies = spec.tail.kwargs().get("policies")
+                check_study_memory(sc, spec.tail.kwargs().get("batches"), len(policies) if policies else None,
+                                   max_memory, parallel)
+            else:
+                check_estimate(sc, max_memory, parallel=parallel, quiet=True)
 
 
 def _check_options(workers: int | None, scheduler: str | None) -> None:

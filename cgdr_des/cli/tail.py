@@ -27,9 +27,10 @@ TABLE = {"policy": "policy", "p50_us": "p50 {us}", "p99_us": "p99 {us}", "p99_in
 @click.option("--policy", "policies", multiple=True,
               help="A policy to time; repeat for several (default: [study] policies, else all).")
 @common.force_option
+@common.max_memory_option
 @override_options
 @cache_options
-def tail(scenario: str, out: Path, batches: int | None, policies: tuple[str, ...], force: bool,
+def tail(scenario: str, out: Path, batches: int | None, policies: tuple[str, ...], force: bool, max_memory: str | None,
          sets: tuple[str, ...], seed: int | None, cache_dir: Path | None, no_cache: bool) -> None:
     """Sample SCENARIO's workload distribution and time every batch under every dispatch policy.
 
@@ -42,6 +43,7 @@ def tail(scenario: str, out: Path, batches: int | None, policies: tuple[str, ...
         check_count("--batches", batches, 1, MAX_STUDY_BATCHES, "as [study] batches")
     sc = load_with_overrides(scenario, sets, seed)
     names = [p.strip() for arg in policies for p in arg.split(",") if p.strip()] or None
+    common.check_study_memory(sc, batches, len(names) if names else None, max_memory)
     target = common.output_dir(out, force, "tail")
     with target as staging:  # checked and locked before the study starts; files appear whole or not at all
         with warnings.catch_warnings(record=True) as caught, calibration_cache(cache_dir, no_cache):
