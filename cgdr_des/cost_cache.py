@@ -25,9 +25,10 @@ import os
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+from cgdr_des.runtime import package_version, scoped_environ, source_hash
 
 try:  # POSIX; elsewhere concurrent workers may each compute an entry (still written atomically)
     import fcntl
@@ -38,7 +39,6 @@ except ImportError:  # pragma: no cover
 SCHEMA = 1
 DIR_ENV = "CGDR_DES_CACHE_DIR"
 SWITCH_ENV = "CGDR_DES_CACHE"
-_PACKAGE = Path(__file__).resolve().parent
 
 
 def cache_dir() -> Path | None:
@@ -53,46 +53,16 @@ def cache_dir() -> Path | None:
     return Path(platformdirs.user_cache_dir("cgdr-des"))
 
 
-@contextlib.contextmanager
-def settings(directory: Path | str | None = None, enabled: bool = True) -> Iterator[None]:
-    """Within the block, the cache is at ``directory`` (None: unchanged) or off; worker processes
-    started inside inherit it (through the environment). Restores the caller's setting on exit."""
-    saved = {k: os.environ.get(k) for k in (DIR_ENV, SWITCH_ENV)}
-    try:
-        if directory is not None:
-            os.environ[DIR_ENV] = str(Path(directory).expanduser().resolve())
-        if not enabled:
-            os.environ[SWITCH_ENV] = "off"
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
-@lru_cache(maxsize=1)
-def source_hash() -> str:
-    """sha256 over the package's .py files (relative path and bytes), computed once per process."""
-    h = hashlib.sha256()
-    for path in sorted(_PACKAGE.rglob("*.py")):
-        h.update(path.relative_to(_PACKAGE).as_posix().encode())
-        h.update(b"\0")
-        h.update(path.read_bytes())
-        h.update(b"\0")
-    return h.hexdigest()
-
-
-@lru_cache(maxsize=1)
-def package_version() -> str:
-    """The installed distribution's version ("unknown" when run from a bare checkout)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("cgdr-des")
-    except PackageNotFoundError:
-        return "unknown"
+def settings(directory: Path | str | None = None, enabled: bool = True):
+    """Within the block (a context manager), the cache is at ``directory`` (None: unchanged) or off;
+    worker processes started inside inherit it (through the environment). Restores the caller's
+    setting on exit."""
+    values = {}
+    if directory is not None:
+        values[DIR_ENV] = str(Path(directory).expanduser().resolve())
+    if not enabled:
+        values[SWITCH_ENV] = "off"
+    return scoped_environ(values)
 
 
 def canonical(value: Any) -> Any:

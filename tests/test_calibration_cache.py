@@ -115,8 +115,11 @@ def test_the_source_hash_follows_every_python_file(tmp_path, monkeypatch):
     (pkg / "a.py").write_text("x = 1\n")
     (pkg / "sub" / "b.py").write_text("y = 2\n")
     (pkg / "notes.txt").write_text("not code\n")
-    monkeypatch.setattr(cost_cache, "_PACKAGE", pkg)
-    digest = cost_cache.source_hash.__wrapped__
+    from functools import partial
+
+    from cgdr_des.runtime import tree_hash
+
+    digest = partial(tree_hash, pkg, "*.py")  # what runtime.source_hash computes over the package
     before = digest()
     (pkg / "notes.txt").write_text("still not code\n")
     assert digest() == before
@@ -220,3 +223,9 @@ def test_cli_cache_dir_and_no_cache(cache, tmp_path):
     assert res.exit_code == 0, res.output
     assert not cache.exists() and len(list((mine / "item-costs").glob("*.json"))) == 1
     assert cost_cache.cache_dir() == cache.parent
+
+
+def test_the_cache_key_uses_the_packages_own_source_hash():
+    from cgdr_des.runtime import PACKAGE, source_hash, tree_hash
+
+    assert cost_cache.source_hash is source_hash and source_hash() == tree_hash(PACKAGE, "*.py")

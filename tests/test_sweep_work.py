@@ -13,9 +13,9 @@ import pandas as pd
 import pytest
 from conftest import TINY_DICT as TINY
 
+from cgdr_des.runtime import package_version
 from cgdr_des.scenario import Scenario
 from cgdr_des.sweep.executors import InProcess
-from cgdr_des.sweep.points import package_version
 from cgdr_des.sweep.work import RUN_FRAMES, Task, _with_params, one_line, run_point
 
 

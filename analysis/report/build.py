@@ -17,7 +17,7 @@ import pandas as pd
 from analysis.report import figures, inputs, sweeps, tables, text
 from analysis.report.quotes import Quotes
 from cgdr_des.kernel.policies import POLICIES
-from cgdr_des.sweep.points import package_version
+from cgdr_des.runtime import package_version
 
 #: The GPU figures the skew section compares with (ms, H200, d = 128, forward; FlashQLA's published
 #: benchmark_results_H200.txt): the same 32 768 tokens split 28 672 + 4 096 and 16 384 + 16 384.

@@ -16,8 +16,8 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from cgdr_des.runtime import package_version, tree_hash
 from cgdr_des.scenario import read_toml
-from cgdr_des.sweep.points import package_version
 
 ROOT = Path(__file__).resolve().parents[2]
 SWEEP_GLOB = "report_*.toml"
@@ -26,17 +26,6 @@ SWEEP_GLOB = "report_*.toml"
 def sha256_file(path: Path) -> str:
     """sha256 (hex) of a file's bytes."""
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
-def tree_hash(folder: Path, pattern: str) -> str:
-    """sha256 over the files ``folder.rglob(pattern)`` (sorted by relative path): each path, then its bytes."""
-    h = hashlib.sha256()
-    for path in sorted(folder.rglob(pattern), key=lambda p: p.relative_to(folder).as_posix()):
-        if "__pycache__" in path.parts:
-            continue
-        h.update(path.relative_to(folder).as_posix().encode() + b"\0")
-        h.update(hashlib.sha256(path.read_bytes()).digest())
-    return h.hexdigest()
 
 
 def inputs(root: Path = ROOT) -> dict:

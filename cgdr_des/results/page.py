@@ -33,6 +33,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from cgdr_des.runtime import package_version
+
 INDEX = "index.html"
 #: what to look for in each plot the commands write (a ``gantt_core{N}`` name matches ``gantt_core``)
 CAPTIONS = {
@@ -112,7 +114,7 @@ def write_page(directory: str | Path, *, command: str, what_ran: dict[str, str],
     """Render the page into ``directory/index.html`` (temp file + ``os.replace``); returns its path."""
     directory = Path(directory)
     captions = {**CAPTIONS, **(captions or {})}
-    what_ran = {**what_ran, "cgdr-des": version()}
+    what_ran = {**what_ran, "cgdr-des": package_version()}
     about = what_ran.get("scenario") or what_ran.get("sweep")  # not the directory: it is a staging name
     title = f"cgdr-des {command}" + (f": {about}" if about else "")
     parts = [f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{_e(title)}</title>",
@@ -174,17 +176,6 @@ def number(v) -> str:
             return "–"
         return f"{v:,.1f}" if abs(v) >= 100 else f"{v:.3f}" if abs(v) >= 0.01 or v == 0 else f"{v:.3g}"
     return str(v)
-
-
-def version() -> str:
-    """The installed cgdr-des version ("unknown" when run from a tree that is not installed)."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as installed
-
-    try:
-        return installed("cgdr-des")
-    except PackageNotFoundError:
-        return "unknown"
 
 
 def us(v: float) -> str:

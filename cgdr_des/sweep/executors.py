@@ -35,6 +35,7 @@ from multiprocessing import resource_tracker
 
 from cgdr_des.errors import InputError
 from cgdr_des.interrupts import deferred
+from cgdr_des.runtime import scoped_environ
 from cgdr_des.sweep.work import Outcome, Task, one_line, run_point
 
 BLAS_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -83,7 +84,7 @@ class LocalPool(InProcess):
             # child would inherit the parent's already-started BLAS threads). The workers start in
             # submit(), all inside this block, with Ctrl-C blocked from their first instruction on.
             warnings = ",".join(filter(None, [os.environ.get("PYTHONWARNINGS"), _QUIET_TRACKER]))
-            with _env({**BLAS_ENV, "PYTHONWARNINGS": warnings}), _starting_workers():
+            with scoped_environ({**BLAS_ENV, "PYTHONWARNINGS": warnings}), _starting_workers():
                 pool = self._pool = ProcessPoolExecutor(
                     self.workers, mp_context=multiprocessing.get_context("spawn"),
                     initializer=_worker_init, initargs=(os.getpid(),))
@@ -212,18 +213,3 @@ def _outcome(fut, task: Task) -> Outcome:
         return fut.result()
     except Exception as exc:  # noqa: BLE001 -- a lost worker fails its point, the sweep goes on
         return Outcome(task.point, error=one_line(exc))
-
-
-@contextmanager
-def _env(values: dict[str, str]):
-    """Set environment variables for the block (children started inside inherit them)."""
-    old = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v

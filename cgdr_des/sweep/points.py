@@ -20,13 +20,13 @@ import itertools
 import json
 import math
 from dataclasses import dataclass, field
-from importlib import metadata
 from typing import Any
 
 import numpy as np
 
 from cgdr_des.errors import CgdrError, InputError, one_line
 from cgdr_des.overrides import apply_overrides
+from cgdr_des.runtime import package_version
 from cgdr_des.scenario.messages import Shown
 from cgdr_des.sweep.spec import Sampler, SweepSpec
 
@@ -44,14 +44,6 @@ class Point:
     scenario: dict[str, Any] | None = None
     error: str | None = None
     overrides: list[tuple[str, Any]] = field(default_factory=list)
-
-
-def package_version() -> str:
-    """The installed cgdr-des version (part of every fingerprint)."""
-    try:
-        return metadata.version("cgdr-des")
-    except metadata.PackageNotFoundError:
-        return "0+unknown"
 
 
 def replication_seeds(base: int, n: int) -> list[int]:

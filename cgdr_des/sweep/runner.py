@@ -14,8 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from cgdr_des.runtime import package_version
 from cgdr_des.sweep.executors import InProcess
-from cgdr_des.sweep.points import Point, expand, package_version
+from cgdr_des.sweep.points import Point, expand
 from cgdr_des.sweep.spec import SweepSpec
 from cgdr_des.sweep.store import Status, SweepStore
 from cgdr_des.sweep.work import Outcome, Task, run_point

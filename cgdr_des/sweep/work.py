@@ -78,7 +78,7 @@ class _Recorded(Exception):
 
 
 def _check_version(version: str) -> None:
-    from cgdr_des.sweep.points import package_version
+    from cgdr_des.runtime import package_version
 
     here = package_version()
     if version and here != version:
