@@ -7,6 +7,7 @@ One module-scoped fixture runs each command once (real simulations of 1-2 short 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shutil
@@ -14,10 +15,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from matplotlib.figure import Figure
 
 import cgdr_des.cli.sensitivity as cli_sens
 from cgdr_des.cli import main
 from cgdr_des.results.outdir import MANIFEST, check_complete
+from cgdr_des.scenario.sections import DEFAULT_PROFILE
 
 pytestmark = pytest.mark.slow
 
@@ -90,16 +93,70 @@ def outputs(tmp_path_factory) -> dict[str, Path]:
     real = cli_sens.sensitivity_of
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(cli_sens, "sensitivity_of", lambda s, fields, samples, seed: real(s, ["flag_cycles"], 2, seed))
-        _cli("run", sc, "--out", out["run"], "--with-range")
+        with _titles(DRAWN["run"]):
+            _cli("run", sc, "--out", out["run"], "--with-range")
     _cli("compare", sc, "--buffer-num", "1", "--buffer-num", "2", "--out", out["compare"])
     _cli("compare", sc, "--kernel", "vector", "--kernel", "cube", "--out", out["compare_kernels"])
     _cli("tail", tmp / "tail.toml", "--out", out["tail"], "--policy", "greedy,round_robin")
-    _cli("measured", tmp / "m.csv", "--hypotheses", "vector", "--out", out["measured"])
+    with _titles(DRAWN["measured"]):
+        _cli("measured", tmp / "m.csv", "--hypotheses", "vector", "--out", out["measured"])
     _cli("calibrate", tmp / "m.csv", "--fields", "vec_pipe_delay_cycles", "--out", out["calibrate"])
-    _cli("sensitivity", sc, "--fields", "flag_cycles,vec_pipe_delay_cycles", "--samples", "6",
-         "--out", out["sensitivity"])
-    _cli("sweep", tmp / "sweep.toml", "--workers", "0", "--out", out["sweep"])
+    with _titles(DRAWN["sensitivity"]):
+        _cli("sensitivity", sc, "--fields", "flag_cycles,vec_pipe_delay_cycles", "--samples", "6",
+             "--out", out["sensitivity"])
+    with _titles(DRAWN["sweep"]):
+        _cli("sweep", tmp / "sweep.toml", "--workers", "0", "--out", out["sweep"])
     return out
+
+
+#: command -> the pictures whose titles must name the scenario and the profile, and the scenario
+#: words they name (measured's scenarios are its shapes)
+TITLED = {
+    "run": (["range/tornado.png", "range/joint_makespan.png"], "tiny"),
+    "measured": (["measured.png"], "2 shapes"),
+    "sensitivity": (["tornado.png", "joint_makespan.png"], "tiny"),
+    "sweep": (["sweep_summary.png"], "short"),
+}
+#: command -> {picture: its figure's titles}, as the command drew them (filled by the fixture)
+DRAWN: dict[str, dict[str, list[str]]] = {command: {} for command in TITLED}
+
+
+@contextlib.contextmanager
+def _titles(drawn: dict[str, list[str]]):
+    """Record every saved figure's titles (axes and figure) in ``drawn``, by the picture's path from
+    its output directory (``range/tornado.png``): what a reader sees on top of each PNG."""
+    savefig = Figure.savefig
+
+    def record(fig, fname, *args, **kwargs):
+        path = Path(fname)
+        name = re.sub(r"^\.(.+)\.\d+\.tmp\.png$", r"\1", path.name)  # a sweep's plot, before its rename
+        name = name if path.parent.name != "range" else f"range/{name}"
+        drawn[name] = [fig.get_suptitle(), *(ax.get_title(loc) for ax in fig.axes for loc in ("left", "center",
+                                                                                              "right"))]
+        return savefig(fig, fname, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(Figure, "savefig", record)
+        yield drawn
+
+
+def _names_scenario_and_profile(titles: list[str], scenario: str) -> bool:
+    return any(scenario in t and DEFAULT_PROFILE in t for t in titles)
+
+
+@pytest.mark.parametrize("command", list(TITLED))
+def test_titles_name_the_scenario_and_profile(outputs, tmp_path, command):
+    """As the command draws them, and as ``plot DIR`` redraws them from the saved files."""
+    names, scenario = TITLED[command]
+    for name in names:
+        assert _names_scenario_and_profile(DRAWN[command][name], scenario), (name, DRAWN[command][name])
+    directory = tmp_path / command
+    shutil.copytree(outputs[command], directory)
+    redrawn: dict[str, list[str]] = {}
+    with _titles(redrawn):
+        _cli("plot", directory)
+    for name in names:
+        assert _names_scenario_and_profile(redrawn[name], scenario), (name, redrawn[name])
 
 
 def _files(directory: Path) -> list[str]:

@@ -15,9 +15,16 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from cgdr_des.results.palette import series_colour
-from cgdr_des.results.plots import save_figure
+from cgdr_des.results.plots import profile_name, save_figure, scenario_on
 
 FILE = "measured.png"
+
+
+def _shapes_on(df: pd.DataFrame) -> str:
+    """``6 shapes on atlas-300i-duo`` (the profiles, when the shapes' scenarios name several)."""
+    shapes = df["shape"].nunique()
+    profiles = df["profile"].dropna().astype(str).unique() if "profile" in df else []
+    return scenario_on(f"{shapes} shape{'' if shapes == 1 else 's'}", ", ".join(map(profile_name, profiles)) or None)
 
 
 def plot_measured(df: pd.DataFrame, verdicts: pd.DataFrame, path: str | Path) -> Path:
@@ -54,6 +61,6 @@ def plot_measured(df: pd.DataFrame, verdicts: pd.DataFrame, path: str | Path) ->
                     ha="center", va="bottom")
     skipped = sorted(set(df.loc[df["error"].fillna("").astype(bool), "hypothesis"]))
     note = f" ({', '.join(skipped)}: not simulated on every shape)" if skipped else ""
-    ax.set_title(f"measured vs predicted latency, {df['shape'].nunique()} shapes{note}", fontsize=10)
+    ax.set_title(f"{_shapes_on(df)}: measured vs predicted latency{note}", fontsize=10)
     fig.legend(fontsize=7, loc="outside right upper")
     return save_figure(fig, path)

@@ -66,7 +66,18 @@ def plain_numbers(axis) -> None:
 
 def run_title(meta: Mapping[str, Any]) -> str:
     """``small on atlas-300i-duo``: the scenario and the profile every title names."""
-    return f"{meta.get('scenario_name', '')} on {meta.get('hardware', '?')}"
+    return scenario_on(meta.get("scenario_name", ""), meta.get("hardware"))
+
+
+def scenario_on(scenario: str, profile: str | None) -> str:
+    """``small on atlas-300i-duo``, the words every title starts with; a profile file by its name
+    (not its whole path), an output saved before the profile was recorded as ``?``."""
+    return f"{scenario} on {profile_name(profile) or '?'}"
+
+
+def profile_name(profile: str | None) -> str | None:
+    """A shipped profile's name as is, a profile file (``.toml``) by its file name."""
+    return Path(profile).name if profile and str(profile).endswith(".toml") else profile
 
 
 def core_ticks(ax, cores: Sequence[int]) -> None:

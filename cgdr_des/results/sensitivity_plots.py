@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from cgdr_des.results.palette import REFERENCE, series_colour
-from cgdr_des.results.plots import save_figure
+from cgdr_des.results.plots import save_figure, scenario_on
 
 FILE = "joint_makespan.png"
 
@@ -42,7 +42,7 @@ def plot_joint_makespan(runs: pd.DataFrame, summary: dict, path: str | Path) -> 
     ax.set_ylim(bottom=0)
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
-    ax.set_title(f"{summary['scenario']}: makespan over the ranged profile fields "
+    ax.set_title(f"{scenario_on(summary['scenario'], summary.get('profile'))}: makespan over the ranged profile fields "
                  f"({_count(len(summary['params']), 'field')}, seed {summary['seed']})", fontsize=10)
     return save_figure(fig, path)
 

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from cgdr_des.results.plots import save_figure
+from cgdr_des.results.plots import profile_name, save_figure, scenario_on
 
 FILE = "sweep_summary.png"
 #: the metric drawn: the first of these the summary holds
@@ -26,8 +26,10 @@ MAX_LINES = 12
 REPLICATION = ("workload.seed", "seed", "replication")
 
 
-def plot_sweep_summary(summary: pd.DataFrame, params: list[str], path: str | Path, *, name: str = "") -> Path:
-    """One panel per numeric parameter (metric against it), one line per combination of the others."""
+def plot_sweep_summary(summary: pd.DataFrame, params: list[str], path: str | Path, *, name: str = "",
+                       scenario: str = "", profiles: list[str] | tuple[str, ...] = ()) -> Path:
+    """One panel per numeric parameter (metric against it), one line per combination of the others;
+    the title names the sweep, its base ``scenario`` and the ``profiles`` its points ran on."""
     metric = next((m for m in METRICS if m in summary), None)
     axes_params = [p for p in params if p in summary and p not in REPLICATION]
     numeric = [p for p in axes_params if pd.api.types.is_numeric_dtype(summary[p]) and summary[p].nunique() > 1]
@@ -41,7 +43,8 @@ def plot_sweep_summary(summary: pd.DataFrame, params: list[str], path: str | Pat
         ax = fig.add_subplot(1, len(panels), i + 1)
         _panel(ax, summary, p, [q for q in axes_params if q != p] + _policy(summary, params), metric)
     what = {"p99_us": "p99 makespan", "makespan_us": "makespan"}.get(metric, metric)
-    fig.suptitle(f"sweep {name}: {what} (µs, mean over replications) against each parameter", fontsize=10)
+    on = scenario_on(scenario or "?", ", ".join(map(profile_name, profiles)) or None)
+    fig.suptitle(f"sweep {name} ({on}): {what} (µs, mean over replications) against each parameter", fontsize=10)
     return save_figure(fig, path)
 
 

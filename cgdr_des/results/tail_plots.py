@@ -29,7 +29,7 @@ from matplotlib.figure import Figure
 
 from cgdr_des.integers import ceil_div
 from cgdr_des.results.palette import POLICY_COLOURS, policy_colour
-from cgdr_des.results.plots import plain_numbers, save_figure
+from cgdr_des.results.plots import plain_numbers, run_title, save_figure
 
 __all__ = ["POLICY_COLOURS", "policy_colour", "plot_study", "coincident_groups", "ccdf_points",
            "binned_medians"]
@@ -45,7 +45,7 @@ LEGEND = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "fontsize": "small
 def plot_study(result, out: Path) -> dict[str, Path]:
     """All five plots into ``out``; returns ``{name: path}``."""
     meta = result.meta
-    name = f"{meta.get('scenario_name', '')} on {meta.get('hardware', '?')}"
+    name = run_title(meta)
     b = result.batches
     groups = coincident_groups(b)
     return {

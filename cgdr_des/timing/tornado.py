@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 from matplotlib.figure import Figure
 
-from cgdr_des.results.plots import save_figure
+from cgdr_des.results.plots import save_figure, scenario_on
 
 TOP = 20
 
@@ -37,7 +37,7 @@ def plot_tornado(result, path: str | Path) -> Path:
     lo, hi = result.interval_us
     nom = result.nominal_us
     ax.set_xlabel("makespan change, % of nominal (each field alone at the ends of its range)")
-    ax.set_title(f"{result.scenario}: nominal {nom:,.1f} µs, joint interval "
+    ax.set_title(f"{scenario_on(result.scenario, result.profile)}: nominal {nom:,.1f} µs, joint interval "
                  f"[{lo:,.1f}, {hi:,.1f}] µs ({100 * (lo / nom - 1):+.1f} % / {100 * (hi / nom - 1):+.1f} %)",
                  fontsize=9)
     ax.legend(fontsize=7, loc="lower right")
