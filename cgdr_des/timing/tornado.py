@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 from matplotlib.figure import Figure
 
+from cgdr_des.results.palette import range_end_colour
 from cgdr_des.results.plots import save_figure, scenario_on
 
 TOP = 20
@@ -30,8 +31,9 @@ def plot_tornado(result, path: str | Path) -> Path:
     fig = Figure(figsize=(8, 0.32 * max(len(t), 4) + 1.6))
     ax = fig.add_subplot()
     y = range(len(t))
-    ax.barh(y, t["low"], color="tab:blue", alpha=0.8, label="field at the low end of its range")
-    ax.barh(y, t["high"], color="tab:red", alpha=0.8, label="field at the high end (or the other choice)")
+    ax.barh(y, t["low"], color=range_end_colour("low"), alpha=0.8, label="field at the low end of its range")
+    ax.barh(y, t["high"], color=range_end_colour("high"), alpha=0.8,
+            label="field at the high end (or the other choice)")
     ax.set_yticks(list(y), list(t.index), fontsize=7)
     ax.axvline(0, color="black", lw=0.8)
     lo, hi = result.interval_us
