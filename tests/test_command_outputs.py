@@ -225,3 +225,23 @@ def test_frames_md_names_every_file_of_each_command(outputs, command):
         if not any(re.search(rf"(?<![\w./]){re.escape(c)}(?![\w])", doc) for c in candidates):
             unnamed.append(name)
     assert not unnamed, f"docs/frames.md does not name {unnamed}"
+
+
+def test_read_result_reads_each_setting_of_a_comparison(outputs, tmp_path):
+    """A setting directory has no manifest of its own: read_result checks it against the comparison's."""
+    import pandas as pd
+
+    from cgdr_des.errors import InputError
+    from cgdr_des.results.export import read_result
+
+    for setting in ("buffer_num_1", "buffer_num_2"):
+        result = read_result(outputs["compare"] / setting)
+        assert result.meta["buffer_num"] == int(setting[-1])
+        pd.testing.assert_frame_equal(result.items, pd.read_parquet(outputs["compare"] / setting / "items.parquet"))
+    with pytest.raises(InputError, match="a run's output"):
+        read_result(outputs["compare"])  # the comparison itself is not one run
+    damaged = tmp_path / "compare"
+    shutil.copytree(outputs["compare"], damaged)
+    (damaged / "buffer_num_2" / "items.parquet").write_bytes(b"not parquet")
+    with pytest.raises(InputError, match="items.parquet differs"):
+        read_result(damaged / "buffer_num_2")
