@@ -1,0 +1,35 @@
+"""Choices that keep plots readable, tested on their numbers (the pictures themselves are looked at;
+tests/test_command_outputs.py checks that no title, label or legend runs off a picture)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from cgdr_des.results.plots import profile_name, scenario_on
+from cgdr_des.results.tail_plots import busy_shares, share_bins
+
+
+def test_busy_shares_divide_each_core_by_its_batchs_mean():
+    cores = pd.DataFrame({"batch_index": [1, 0, 1, 0], "core": [1, 1, 0, 0], "busy_cycles": [2, 3, 2, 1]})
+    # batch 0: cores 0, 1 busy 1 and 3 (mean 2); batch 1: 2 and 2 (mean 2)
+    assert busy_shares(cores).tolist() == [0.5, 1.5, 1.0, 1.0]
+
+
+@pytest.mark.parametrize(("shares", "lo", "hi"), [
+    ([0.62, 1.0, 1.17], 0.6, 1.2),  # balanced within ±40 %: not squeezed into a 0-2 axis
+    ([1.0, 1.0], 0.9, 1.1),          # perfectly even: 1.0 still has room either side
+    ([0.0, 1.0, 2.35], 0.0, 2.4),    # an idle core and an overloaded one are both on the axis
+])
+def test_share_bins_cover_the_shares_and_an_even_split(shares, lo, hi):
+    edges = share_bins(np.array(shares))
+    assert edges[0] == pytest.approx(lo) and edges[-1] == pytest.approx(hi)
+    assert edges[0] <= min(shares) and max(shares) < edges[-1] and edges[0] < 1.0 < edges[-1]
+
+
+def test_titles_name_a_profile_file_by_its_name():
+    assert scenario_on("small", "atlas-300i-duo") == "small on atlas-300i-duo"
+    assert scenario_on("small", "/home/me/fits/profile.toml") == "small on profile.toml"
+    assert scenario_on("small", None) == "small on ?"  # an output saved before the profile was recorded
+    assert profile_name(None) is None
