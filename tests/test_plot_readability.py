@@ -33,3 +33,22 @@ def test_titles_name_a_profile_file_by_its_name():
     assert scenario_on("small", "/home/me/fits/profile.toml") == "small on profile.toml"
     assert scenario_on("small", None) == "small on ?"  # an output saved before the profile was recorded
     assert profile_name(None) is None
+
+
+def test_a_sweeps_lines_per_policy_take_the_policys_colour():
+    from matplotlib.colors import to_hex
+    from matplotlib.figure import Figure
+
+    from cgdr_des.results.palette import policy_colour, series_colour
+    from cgdr_des.results.sweep_plots import _panel
+
+    summary = pd.DataFrame({"kernel.policy": ["greedy", "greedy", "cost_lpt", "cost_lpt"], "shape.dv": [16, 32] * 2,
+                            "makespan_us": [1.0, 2.0, 1.5, 2.5]})
+    ax = Figure().add_subplot()
+    _panel(ax, summary, "shape.dv", ["kernel.policy"], "makespan_us")
+    assert {line.get_label(): to_hex(line.get_color()) for line in ax.lines} == {
+        "kernel.policy=cost_lpt": policy_colour("cost_lpt"), "kernel.policy=greedy": policy_colour("greedy")}
+    ax = Figure().add_subplot()
+    _panel(ax, summary.rename(columns={"kernel.policy": "kernel.buffer_num"}), "shape.dv", ["kernel.buffer_num"],
+           "makespan_us")
+    assert [to_hex(line.get_color()) for line in ax.lines] == [series_colour(0), series_colour(1)]

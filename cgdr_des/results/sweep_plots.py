@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from cgdr_des.results.palette import policy_colour, series_colour
 from cgdr_des.results.plots import profile_name, save_figure, scenario_on
 
 FILE = "sweep_summary.png"
@@ -55,6 +56,15 @@ def _policy(summary: pd.DataFrame, params: list[str]) -> list[str]:
     return ["policy"]
 
 
+def _colour(keys: list, values: tuple, i: int) -> str:
+    """A line's colour: its policy's, as in every plot, when a policy tells the lines apart; else the
+    ``i``-th series colour."""
+    for k, v in zip(keys, values, strict=False):
+        if k is not None and k.split(".")[-1] == "policy":
+            return policy_colour(v)
+    return series_colour(i)
+
+
 def _panel(ax, summary: pd.DataFrame, param: str, others: list[str], metric: str) -> None:
     keys = others or [None]
     groups = summary.groupby(others, dropna=False, sort=True) if others else [((), summary)]
@@ -67,7 +77,7 @@ def _panel(ax, summary: pd.DataFrame, param: str, others: list[str], metric: str
         x = np.arange(len(mean)) if categorical else mean.index.to_numpy()
         # markers and dashes vary so that lines that coincide (policies that agree) stay visible
         ax.plot(x, mean.to_numpy(), marker=MARKERS[drawn % len(MARKERS)], ms=5, ls=DASHES[drawn % len(DASHES)],
-                mfc="none", label=label if drawn < MAX_LINES else None)
+                mfc="none", color=_colour(keys, key, drawn), label=label if drawn < MAX_LINES else None)
         if categorical:
             ax.set_xticks(x, [str(v) for v in mean.index])
         drawn += 1
