@@ -52,3 +52,28 @@ def test_a_sweeps_lines_per_policy_take_the_policys_colour():
     _panel(ax, summary.rename(columns={"kernel.policy": "kernel.buffer_num"}), "shape.dv", ["kernel.buffer_num"],
            "makespan_us")
     assert [to_hex(line.get_color()) for line in ax.lines] == [series_colour(0), series_colour(1)]
+
+
+def test_a_calibration_of_many_fields_keeps_its_title_on_the_picture(tmp_path, monkeypatch):
+    from matplotlib.figure import Figure
+
+    from cgdr_des.results.calibrate_plots import plot_calibration
+
+    extents = []
+    savefig = Figure.savefig
+
+    def record(fig, fname, *args, **kwargs):
+        saved = savefig(fig, fname, *args, **kwargs)
+        fig.set_dpi(kwargs.get("dpi") or fig.dpi)
+        fig.canvas.draw()
+        extents.append((fig.axes[0].title.get_window_extent(fig.canvas.get_renderer()), fig.bbox))
+        return saved
+
+    monkeypatch.setattr(Figure, "savefig", record)
+    names = [f"a_rather_long_profile_field_name_{i}_cycles" for i in range(6)]
+    points = pd.DataFrame({"scenario": ["s"], "measured_us": [100.0], "nominal_us": [90.0], "residual_pct": [1.0],
+                           "loo_error_pct": [float("nan")]})
+    plot_calibration(points, {"profile": "atlas-300i-duo", "nominal": dict.fromkeys(names, 10.0),
+                              "fitted": dict.fromkeys(names, 12.5), "rms_residual_pct": 1.0}, tmp_path / "c.png")
+    (title, box), = extents
+    assert box.x0 <= title.x0 and title.x1 <= box.x1 and title.y1 <= box.y1
