@@ -97,6 +97,22 @@ def test_check_readable_refuses_a_directory_no_manifest_lists(tmp_path):
         od.check_readable(tmp_path / "extra")
 
 
+def test_a_part_of_an_output_is_not_replaced_alone(tmp_path):
+    """``run --out COMPARE/buffer_num_1 --force`` would leave the comparison's manifest listing files
+    that are no longer there: refused, nothing touched."""
+    fill(tmp_path, {"compare.csv": b"s\n", "buffer_num_1/meta.json": b"{}",
+                    "buffer_num_1/scenario.resolved.json": b"{}"})
+    od.write_manifest(tmp_path, "compare")
+    before = (tmp_path / "buffer_num_1" / "meta.json").stat().st_ino
+    assert od.enclosing_owner(tmp_path / "buffer_num_1") == "compare"
+    assert od.enclosing_owner(tmp_path) is None
+    with pytest.raises(InputError, match="part of the 'compare' output"), \
+            od.OutputDir(tmp_path / "buffer_num_1", force=True, command="run"):
+        pass
+    assert (tmp_path / "buffer_num_1" / "meta.json").stat().st_ino == before
+    od.check_complete(tmp_path)
+
+
 def test_check_complete_does_not_require_the_plots(tmp_path):
     """PNGs are drawn from the frames: listed, but a missing or redrawn one is no damage."""
     fill(tmp_path, FILES)

@@ -127,6 +127,10 @@ class OutputDir:
         if out.exists() and not out.is_dir():
             raise InputError(self.field, str(out), "a directory (this is a file)")
         if out.is_dir() and any(out.iterdir()):
+            whole = enclosing_owner(out)
+            if whole is not None:  # a comparison's setting: replaced alone, its comparison's manifest would lie
+                raise InputError(self.field, str(out), f"a directory of its own; this one is part of the '{whole}' "
+                                 f"output {out.absolute().parent.name} (--force replaces only a whole output)")
             owner = output_owner(out)
             if owner is None:
                 raise InputError(self.field, str(out), "an empty or new directory, or a previous cgdr-des "
@@ -256,6 +260,20 @@ def check_complete(out: str | Path, field: str = "out_dir") -> dict:
         raise InputError(field, str(out), "a directory written by cgdr-des (no manifest.json: not an output, "
                          "or an incomplete one)")
     return _checked(out, _listed(out, field), field)
+
+
+def enclosing_owner(out: Path) -> str | None:
+    """The command of the output ``out`` is a part of (a setting of ``compare``: no manifest of its own,
+    its files listed by its parent's), else None."""
+    parent = out.absolute().parent
+    if os.path.lexists(out / MANIFEST) or out.is_symlink() or not (parent / MANIFEST).is_file():
+        return None
+    try:
+        doc = json.loads((parent / MANIFEST).read_text(encoding="utf-8"))
+        listed = any(str(name).startswith(f"{out.name}/") for name in doc["files"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return str(doc.get("command", ANY)) if listed else None
 
 
 def check_readable(out: str | Path, field: str = "out_dir") -> dict:
