@@ -140,7 +140,8 @@ def _report(table, out: Path, ran: list[str]) -> None:
     click.echo(shown.to_string(index=False))
     for sentence in table["cause"]:
         click.echo(f"why        {sentence}")
-    click.echo(f"outputs    {out}: compare.csv, compare.parquet, critical_path.png, chunk_gantt.png, "
+    pictures = sorted(p.name for p in out.glob("*.png"))  # buffer_compare.png only with --buffer-num
+    click.echo(f"outputs    {out}: compare.csv, compare.parquet, {', '.join(pictures)}, "
                + ", ".join(f"{n}/" for n in ran))
 
 
