@@ -16,7 +16,7 @@ import numpy as np
 from cgdr_des.errors import KernelDiagnostic
 from cgdr_des.isa import DataCopyParams
 from cgdr_des.kernel import chunk_math as cm
-from cgdr_des.kernel import overlap
+from cgdr_des.kernel import code_variants, overlap
 from cgdr_des.kernel.emit import (
     ALU,
     PB_V,
@@ -265,7 +265,8 @@ def _attn_matrix_query_records(core, ch, cached: bool, out: list) -> None:
 
 
 def compute_k_cumdecay(core, ch, out: list) -> None:
-    """ComputeKCumdecay: K_cd = A (k_beta * e^G) -> chunkKFp32 (raw K is gone afterwards)."""
+    """ComputeKCumdecay: K_cd = A (k_beta * e^G) -> chunkKFp32 (raw K is gone afterwards); with
+    ``query_rows = "ub"`` it then stages the chunk's q rows in the now idle kCumdecayFp32."""
     sh, L, aK = core.shape, ch.L, core.shape.align_k
     if core.numerics != "off":
         kb = ub_matrix(core, "kCumdecayFp32", aK)
@@ -284,3 +285,5 @@ def compute_k_cumdecay(core, ch, out: list) -> None:
         loop(core, out, i + 1, lambda k, row=row: [UB_LOAD, *S_V, vec("Axpy", sh.dk, row,
                                                                       kb0 + FP32_BYTES * k * aK), PB_V])
     out.extend(V_S)
+    if core.tiling.query_rows == "ub":
+        code_variants.query_rows_dma(core, ch, out)
