@@ -25,7 +25,7 @@ from cgdr_des.kernel.variants import BASELINE, VARIANTS, variant_fields
 from cgdr_des.scenario import Kernel, Scenario
 
 UB = 253952  # atlas-300i-duo's ub_usable_bytes
-CODE = ["sub", "state_rows_2d", "state_load_dma", "query_rows_ub", "code_all"]
+CODE = ["sub", "state_rows_2d", "state_load_dma", "query_rows_ub", "state_store_dma", "code_all"]
 
 
 def functional(x, numerics, ub=UB, **kernel):
@@ -48,7 +48,7 @@ def _shapes():
 @pytest.mark.parametrize("dk,dv", list(_shapes()))
 def test_outputs_are_the_baselines_bit_for_bit(dk, dv, numerics):
     """Two heads, a two-chunk and a one-chunk sequence (c == 0 and c > 0, first and last chunks), the
-    program computing every number as it runs among its records: all four variants at once give the
+    program computing every number as it runs among its records: all five variants at once give the
     baseline's out and final_state (each alone: the next test)."""
     x = inputs([65, 3], 1, 2, dk, dv, seed=dk + dv)
     base = functional(x, numerics)
@@ -62,7 +62,7 @@ def test_outputs_are_the_baselines_bit_for_bit(dk, dv, numerics):
 def test_each_variant_alone_keeps_the_outputs(numerics):
     x = inputs([70, 9], 1, 2, 64, 128, seed=3)
     base = functional(x, numerics)
-    for name in CODE[:4]:
+    for name in CODE[:5]:
         res = functional(x, numerics, **variant_fields(name))
         np.testing.assert_array_equal(res.out, base.out, err_msg=name)
         np.testing.assert_array_equal(res.final_state, base.final_state, err_msg=name)
@@ -120,7 +120,8 @@ def test_code_variants_add_no_ub_and_what_they_stage_fits_its_block(dk, dv, hv):
     want = {("state_load", "stateOutQueue_"): (cv * dk * 2, max(up(dk, 8) * av, 64 * av) * 2),
             ("query_rows", "kCumdecayFp32"): (64 * dk * 2, 64 * up(dk, 16) * 4)}
     if dk % 16 == 0 and dk <= 128:  # the transposed fp16 tile [dk, V] in chunkVFp32 (cs*V fp32)
-        want[("state_load", "chunkVFp32")] = (dk * av * 2, 64 * av * 4)
+        want[("state_load", "chunkVFp32")] = want[("state_store", "chunkVFp32")] = (dk * av * 2, 64 * av * 4)
+        want[("state_store", "stateOutQueue_")] = want[("state_load", "stateOutQueue_")]
     got = {(f, b): (placed, size) for f, b, placed, size in code_variant_ub(t)}
     assert got == want
     assert all(placed <= size for placed, size in got.values())
@@ -148,11 +149,12 @@ def test_bad_values_name_the_field_and_the_words():
     assert "state_rows=rows or state_rows=2d" in str(err.value)
     assert variant_fields("state_load=DMA,sub=true") == {**BASELINE, "state_load": "dma", "sub": True}
     assert variant_fields("code_all") == {**BASELINE, "sub": True, "state_rows": "2d", "state_load": "dma",
-                                          "query_rows": "ub"}
+                                          "query_rows": "ub", "state_store": "dma"}
     assert Kernel().tiling_options() == variant_fields("baseline")
-    assert {n: VARIANTS[n] for n in CODE[:4]} == {"sub": {"sub": True}, "state_rows_2d": {"state_rows": "2d"},
+    assert {n: VARIANTS[n] for n in CODE[:5]} == {"sub": {"sub": True}, "state_rows_2d": {"state_rows": "2d"},
                                                   "state_load_dma": {"state_load": "dma"},
-                                                  "query_rows_ub": {"query_rows": "ub"}}
+                                                  "query_rows_ub": {"query_rows": "ub"},
+                                                  "state_store_dma": {"state_store": "dma"}}
     with pytest.raises(InputError, match="vector kernel only"):
         Scenario.from_dict({"name": "c", "shape": {"nk": 1, "nv": 1, "dk": 64, "dv": 64},
                             "workload": {"lengths": [8]}, "kernel": {"kernel_version": "cube", "sub": True}})
@@ -206,6 +208,10 @@ def delta(name, L, dk, cv, V, *, c, last, n_tiles=1):
         else:                            # scalar UB transposition after a V->S pair
             s3 |= {"scalar_ub_load": dk * cv, "set_V_S": 1, "wait_V_S": 1}
         d["S3_LoadState"] = {k: v * n_tiles for k, v in s3.items()}
+    elif name == "state_store_dma" and last and dk % 16 == 0 and dk <= 128:  # else the source's store
+        d["S7_UpdateState"] = {k: v * n_tiles for k, v in {
+            "vec": cv // 16, "set_V_S": -1, "wait_V_S": -1, "scalar_ub_load": -dk * cv,
+            "scalar_gm_store": -dk * cv, "dma_MTE3": 1, "bytes_MTE3": cv * dk * 2}.items()}
     elif name == "query_rows_ub":
         d["P5_KCumdecay"] = {"dma_MTE2": 1, "bytes_MTE2": L * dk * 2, **flags("S_MTE2", "V_MTE2", "MTE2_S")}
         d["S5_AttnInter"] = {"scalar_gm_load": -L * dk * n_tiles, "scalar_ub_load": L * dk * n_tiles}
@@ -222,7 +228,7 @@ def check(base: Counter, got: Counter, want: dict):
     assert not wrong, wrong
 
 
-@pytest.mark.parametrize("name", CODE[:4])
+@pytest.mark.parametrize("name", CODE[:5])
 @pytest.mark.parametrize("dk,dv", [(128, 128), (256, 64), (64, 192)])
 def test_per_phase_counts_equal_the_formulas(name, dk, dv):
     """Three chunks (first c == 0, middle, last of L = 5) of one head; dk = 64, dv = 192 under a UB
@@ -249,12 +255,12 @@ def test_per_phase_counts_equal_the_formulas(name, dk, dv):
 
 
 def test_code_all_is_the_sum_of_its_parts():
-    """The four edits touch disjoint records: code_all's counts are the baseline's plus each delta."""
+    """The five edits touch disjoint records: code_all's counts are the baseline's plus each delta."""
     base, tiling = chunk_counts([133], 128, 128)
     got, _ = chunk_counts([133], 128, 128, **variant_fields("code_all"))
     for c, L in enumerate((64, 64, 5)):
         total: dict = {}
-        for name in CODE[:4]:
+        for name in CODE[:5]:
             for phase, kinds in delta(name, L, 128, 128, 128, c=c, last=c == 2).items():
                 for kind, n in kinds.items():
                     total.setdefault(phase, Counter())[kind] += n

@@ -1,4 +1,4 @@
-"""The code-change variants' records: four edits of the source's instructions (docs/kernel.md §5.y).
+"""The code-change variants' records: five edits of the source's instructions (docs/kernel.md §5.y).
 
 None of them exists in the source (chunk_gated_delta_rule.h at 00e39ab5); each is what a kernel
 engineer would write in its place, as data over the same program (``[kernel]`` fields, default the
@@ -50,14 +50,26 @@ rows it is about to read). ComputeAttnInter then reads q_i[d] by a scalar UB loa
 GM read and multiplies by scale and e^{G_i} exactly as before, per V-tile: the same values, the same
 scalar arithmetic. Needs LoadChunkKey's DMA conditions (dk a multiple of 16, the gap within uint16);
 a shape without them is a KernelDiagnostic.
+
+``state_store = "dma"`` (UpdateAndWriteState at a head's last chunk; found by the per-phase profile of
+a short item, where this store is half the time): the source casts the tile into the out-queue and
+writes final_state ([B, Nv, dv, dk]) transposed by dk*cv scalar UB reads and scalar GM stores. Instead:
+``Cast(chunkV as fp16, stateInFp32, sK*V)`` (chunkVFp32 is idle once the update's Axpy calls have read
+v_new), AllocTensor, cv/16 ``TransDataTo5HD`` (each dk/16 repeats: 16 tile rows d at column block j
+to 16 queue rows v at column block i, srcRepStride V blocks, dstRepStride 1) into the out-queue buffer
+as [cv, dk] fp16, EnQue/DeQue (V_MTE3) and one ``DataCopy(finalState[...], queue, {1, cv*dk*2/32, 0,
+0})``: the rows v_i .. v_i+cv of the head are contiguous in GM. The V->S pair and every scalar
+access go; the fp16 values are the same Cast's. Like ``state_load``, it needs dk a multiple of 16 and
+at most 2*cs = 128 (the fp16 tile in chunkVFp32); other shapes keep the source's scalar store (no idle
+block holds a wider fp16 tile, and the store is then a fallback, not an error: the docs say so).
 """
 
 from __future__ import annotations
 
 from cgdr_des.errors import KernelDiagnostic
 from cgdr_des.integers import ceil_align
-from cgdr_des.isa import AllocTensor, DataCopyParams, Dma, FreeTensor
-from cgdr_des.kernel.emit import PB_V, S_V, V_S, dma_in, fetch_sync, loop, scalar, vec
+from cgdr_des.isa import AllocTensor, DataCopyParams, DeQue, Dma, EnQue, FreeTensor
+from cgdr_des.kernel.emit import PB_V, S_V, V_S, dma_in, dma_out, fetch_sync, loop, scalar, vec
 from cgdr_des.kernel.tiling import FP32_BYTES, MAX_BLOCK_COUNT, UINT16_MAX
 
 OUT_QUEUE = "stateOutQueue_"
@@ -147,6 +159,27 @@ def state_dma_records(core, ch, v_i: int, cv: int, out: list) -> None:
         loop(core, out, cv, lambda v: [scalar("ub_load", sh.dk), scalar("ub_store", sh.dk)])
         out.extend(S_V)
     out.append(FreeTensor(OUT_QUEUE))
+
+
+def state_store_records(core, ch, v_i: int, cv: int, out: list) -> bool:
+    """The final_state write with ``state_store = "dma"`` (module docstring); False (nothing appended)
+    when the shape keeps the source's scalar store."""
+    sh, V, sK = core.shape, core.v_aligned, core.shape.state_stride_k
+    if not vector_transpose(sh.dk):
+        return False
+    why = state_load_problem(sh.dk, cv)  # the same contiguous cv rows of dk fp16, the other way
+    if why:
+        raise KernelDiagnostic(f"state_store = \"dma\": the final-state DataCopy cannot be written: {why}")
+    s0, q0, v0 = core.ub("stateInFp32"), core.out_queue_offset, core.ub("chunkVFp32")
+    nbytes = cv * sh.dk * 2
+    dst = core.launch.gm.addr("final_state", ((ch.b * sh.nv + ch.head) * sh.dv + v_i) * sh.dk)
+    out += [vec("Muls", sK * V, s0, s0), PB_V, vec("Cast", sK * V, v0, s0, dst_bytes=2), PB_V,
+            AllocTensor(OUT_QUEUE)]
+    out += [vec("TransDataTo5HD", 16 * sh.dk, q0 + 2 * 16 * j * sh.dk, v0 + 2 * 16 * j, dtype="fp16",
+                dst_bytes=2, src_bytes=2) for j in range(cv // 16)]
+    out += [EnQue(OUT_QUEUE), DeQue(OUT_QUEUE), dma_out(nbytes, DataCopyParams(1, nbytes // 32, 0, 0), dst, q0),
+            FreeTensor(OUT_QUEUE)]
+    return True
 
 
 def query_rows_problem(dk: int, nk: int, L: int = CS) -> str | None:

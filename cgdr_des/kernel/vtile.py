@@ -344,6 +344,8 @@ def _workspace_rows(core, ch, v_i: int, cv: int, direction: str, out: list) -> N
 
 
 def _final_state_records(core, ch, v_i: int, cv: int, out: list) -> None:
+    if core.tiling.state_store == "dma" and code.state_store_records(core, ch, v_i, cv, out):
+        return
     sh, V, sK = core.shape, core.v_aligned, core.shape.state_stride_k
     s0, q0, gm = core.ub("stateInFp32"), core.out_queue_offset, core.launch.gm
     out += [vec("Muls", sK * V, s0, s0), PB_V, AllocTensor(OUT_QUEUE),

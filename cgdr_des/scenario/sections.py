@@ -150,7 +150,8 @@ class Kernel(_Section):
     ``keep_tiling``, ``prefetch``, ``state_double_buffer``: the double-buffering variants
     (docs/double-buffering.md §1); ``keep_tiling`` keeps the baseline's vStep instead of letting the
     host shrink it to make room for what the variant adds. ``sub``, ``state_rows``, ``state_load``,
-    ``query_rows``: the code-change variants (docs/kernel.md §5.y), each defaulting to the source's code.
+    ``query_rows``, ``state_store``: the code-change variants (docs/kernel.md §5.y), each defaulting to
+    the source's code.
     """
 
     buffer_num: Literal[1, 2] = 1
@@ -175,6 +176,9 @@ class Kernel(_Section):
     query_rows: Literal["gm", "ub"] = "gm"
     """Code-change variant: ComputeAttnInter reads q by L*dk scalar GM reads per V-tile (gm, the source) or from
     the chunk's q rows staged once in UB by one DataCopy (ub)."""
+    state_store: Literal["scalar", "dma"] = "scalar"
+    """Code-change variant: a head's final_state tile is written by dk*curV scalar GM stores (scalar, the source) or
+    transposed in UB and written by one DataCopy (dma; dk a multiple of 16 up to 128, else the source's store)."""
     kernel_version: Literal["vector", "cube", "cube-pre1174"] = "vector"
     """Which program runs: vector (the vector-only kernel), cube (the Cube-era kernel), or cube-pre1174 (the Cube-era
     kernel without the M_V / V_M syncs around the L0C drains)."""
