@@ -18,7 +18,8 @@ import cgdr_des
 from cgdr_des.kernel.variants import variant_fields
 from cgdr_des.scenario import Scenario
 
-NAMES = ("baseline", "sub", "state_rows_2d", "state_load_dma", "query_rows_ub", "state_store_dma", "code_all")
+NAMES = ("baseline", "sub", "state_rows_2d", "state_load_dma", "query_rows_ub", "state_store_dma", "attn_dots_row",
+         "code_all")
 
 
 def profile(tokens: int, fidelity: str = "phase", pipes: str = "S") -> pd.DataFrame:

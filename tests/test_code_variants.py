@@ -20,12 +20,13 @@ from cgdr_des.kernel import code_variants as code
 from cgdr_des.kernel.functional import make_launch, run_functional
 from cgdr_des.kernel.launch import Shape, op_shape
 from cgdr_des.kernel.program import core_program
-from cgdr_des.kernel.tiling import code_variant_ub, compute_tiling, static_diagnostics
+from cgdr_des.kernel.tiling import CODE_FIELDS, code_variant_ub, compute_tiling, static_diagnostics
 from cgdr_des.kernel.variants import BASELINE, VARIANTS, variant_fields
 from cgdr_des.scenario import Kernel, Scenario
 
 UB = 253952  # atlas-300i-duo's ub_usable_bytes
-CODE = ["sub", "state_rows_2d", "state_load_dma", "query_rows_ub", "state_store_dma", "code_all"]
+CODE = ["sub", "state_rows_2d", "state_load_dma", "query_rows_ub", "state_store_dma", "attn_dots_row", "code_all"]
+SINGLE = CODE[:-1]
 
 
 def functional(x, numerics, ub=UB, **kernel):
@@ -48,7 +49,7 @@ def _shapes():
 @pytest.mark.parametrize("dk,dv", list(_shapes()))
 def test_outputs_are_the_baselines_bit_for_bit(dk, dv, numerics):
     """Two heads, a two-chunk and a one-chunk sequence (c == 0 and c > 0, first and last chunks), the
-    program computing every number as it runs among its records: all five variants at once give the
+    program computing every number as it runs among its records: all six variants at once give the
     baseline's out and final_state (each alone: the next test)."""
     x = inputs([65, 3], 1, 2, dk, dv, seed=dk + dv)
     base = functional(x, numerics)
@@ -62,7 +63,7 @@ def test_outputs_are_the_baselines_bit_for_bit(dk, dv, numerics):
 def test_each_variant_alone_keeps_the_outputs(numerics):
     x = inputs([70, 9], 1, 2, 64, 128, seed=3)
     base = functional(x, numerics)
-    for name in CODE[:5]:
+    for name in SINGLE:
         res = functional(x, numerics, **variant_fields(name))
         np.testing.assert_array_equal(res.out, base.out, err_msg=name)
         np.testing.assert_array_equal(res.final_state, base.final_state, err_msg=name)
@@ -122,6 +123,9 @@ def test_code_variants_add_no_ub_and_what_they_stage_fits_its_block(dk, dv, hv):
     if dk % 16 == 0 and dk <= 128:  # the transposed fp16 tile [dk, V] in chunkVFp32 (cs*V fp32)
         want[("state_load", "chunkVFp32")] = want[("state_store", "chunkVFp32")] = (dk * av * 2, 64 * av * 4)
         want[("state_store", "stateOutQueue_")] = want[("state_load", "stateOutQueue_")]
+    batch = min(64, 64 * av // dk)   # products of one batch of attn_dots = "row": chunkVFp32 holds them
+    want[("attn_dots", "chunkVFp32")] = (batch * dk * 4, 64 * av * 4)
+    want[("attn_dots", "dotProductFp32")] = (batch * (dk // 64) * 4, max(up(dk, 8), 64) * 4)
     got = {(f, b): (placed, size) for f, b, placed, size in code_variant_ub(t)}
     assert got == want
     assert all(placed <= size for placed, size in got.values())
@@ -130,6 +134,8 @@ def test_code_variants_add_no_ub_and_what_they_stage_fits_its_block(dk, dv, hv):
 def test_shapes_whose_dma_cannot_be_written_are_one_line_diagnostics():
     kw = dict(t=128, hqk=2, dk=72, hv=2, dv=64, batch=1, ub_size=UB, aiv_num=8)
     static_diagnostics(compute_tiling(**kw, state_load="dma", state_rows="2d", sub=True))  # these run
+    with pytest.raises(KernelDiagnostic, match="attn_dots.*dk=72 is not a multiple of 64"):
+        static_diagnostics(compute_tiling(**kw, attn_dots="row"))
     with pytest.raises(KernelDiagnostic) as err:
         static_diagnostics(compute_tiling(**kw, query_rows="ub"))
     assert "\n" not in str(err.value) and "dk=72" in str(err.value) and "multiple of 16" in str(err.value)
@@ -149,12 +155,13 @@ def test_bad_values_name_the_field_and_the_words():
     assert "state_rows=rows or state_rows=2d" in str(err.value)
     assert variant_fields("state_load=DMA,sub=true") == {**BASELINE, "state_load": "dma", "sub": True}
     assert variant_fields("code_all") == {**BASELINE, "sub": True, "state_rows": "2d", "state_load": "dma",
-                                          "query_rows": "ub", "state_store": "dma"}
+                                          "query_rows": "ub", "state_store": "dma", "attn_dots": "row"}
     assert Kernel().tiling_options() == variant_fields("baseline")
-    assert {n: VARIANTS[n] for n in CODE[:5]} == {"sub": {"sub": True}, "state_rows_2d": {"state_rows": "2d"},
+    assert {n: VARIANTS[n] for n in SINGLE} == {"sub": {"sub": True}, "state_rows_2d": {"state_rows": "2d"},
                                                   "state_load_dma": {"state_load": "dma"},
                                                   "query_rows_ub": {"query_rows": "ub"},
-                                                  "state_store_dma": {"state_store": "dma"}}
+                                                  "state_store_dma": {"state_store": "dma"},
+                                                  "attn_dots_row": {"attn_dots": "row"}}
     with pytest.raises(InputError, match="vector kernel only"):
         Scenario.from_dict({"name": "c", "shape": {"nk": 1, "nv": 1, "dk": 64, "dv": 64},
                             "workload": {"lengths": [8]}, "kernel": {"kernel_version": "cube", "sub": True}})
@@ -212,6 +219,16 @@ def delta(name, L, dk, cv, V, *, c, last, n_tiles=1):
         d["S7_UpdateState"] = {k: v * n_tiles for k, v in {
             "vec": cv // 16, "set_V_S": -1, "wait_V_S": -1, "scalar_ub_load": -dk * cv,
             "scalar_gm_store": -dk * cv, "dma_MTE3": 1, "bytes_MTE3": cv * dk * 2}.items()}
+    elif name == "attn_dots_row":   # per score row of n products: n - ceil(n/B) reduces and V->S fewer
+        batch = 64 * V // dk
+
+        def fewer(n):
+            return n - -(-n // batch)
+
+        a = sum(fewer(i) for i in range(1, L))
+        m = sum(fewer(i + 1) for i in range(L))
+        d["P4a_DotFp32"] = {"vec": -a, "set_V_S": -a, "wait_V_S": -a}
+        d["P4c_DotFp32"] = {"vec": -m, "set_V_S": -m, "wait_V_S": -m}
     elif name == "query_rows_ub":
         d["P5_KCumdecay"] = {"dma_MTE2": 1, "bytes_MTE2": L * dk * 2, **flags("S_MTE2", "V_MTE2", "MTE2_S")}
         d["S5_AttnInter"] = {"scalar_gm_load": -L * dk * n_tiles, "scalar_ub_load": L * dk * n_tiles}
@@ -228,7 +245,7 @@ def check(base: Counter, got: Counter, want: dict):
     assert not wrong, wrong
 
 
-@pytest.mark.parametrize("name", CODE[:5])
+@pytest.mark.parametrize("name", SINGLE)
 @pytest.mark.parametrize("dk,dv", [(128, 128), (256, 64), (64, 192)])
 def test_per_phase_counts_equal_the_formulas(name, dk, dv):
     """Three chunks (first c == 0, middle, last of L = 5) of one head; dk = 64, dv = 192 under a UB
@@ -255,12 +272,12 @@ def test_per_phase_counts_equal_the_formulas(name, dk, dv):
 
 
 def test_code_all_is_the_sum_of_its_parts():
-    """The five edits touch disjoint records: code_all's counts are the baseline's plus each delta."""
+    """The six edits touch disjoint records: code_all's counts are the baseline's plus each delta."""
     base, tiling = chunk_counts([133], 128, 128)
     got, _ = chunk_counts([133], 128, 128, **variant_fields("code_all"))
     for c, L in enumerate((64, 64, 5)):
         total: dict = {}
-        for name in CODE[:5]:
+        for name in SINGLE:
             for phase, kinds in delta(name, L, 128, 128, 128, c=c, last=c == 2).items():
                 for kind, n in kinds.items():
                     total.setdefault(phase, Counter())[kind] += n
@@ -282,3 +299,16 @@ def test_compare_runs_code_variants_side_by_side(tmp_path):
     assert (table["status"] == "ok").all()
     assert table.loc["state_load_dma", "state_load"] == "dma" and table.loc["sub", "sub"]
     assert (table["makespan_cycles"].iloc[1:] < table.loc["baseline", "makespan_cycles"]).all()
+
+
+def test_a_buffering_overflow_with_the_code_variants_is_the_same_one_line_with_the_bytes():
+    """The code variants add no byte: prefetch kept at vStep 128 overflows by exactly what it does
+    alone, reported in one line naming the bytes."""
+    kw = dict(t=128, hqk=16, dk=128, hv=16, dv=128, batch=1, ub_size=UB, aiv_num=8, prefetch=True, keep_tiling=True)
+    msgs = []
+    for extra in ({}, {k: v for k, v in variant_fields("code_all").items() if k not in BASELINE or k in CODE_FIELDS}):
+        with pytest.raises(KernelDiagnostic) as err:
+            static_diagnostics(compute_tiling(**kw, **extra))
+        msgs.append(str(err.value))
+    assert msgs[0] == msgs[1] and "\n" not in msgs[1]
+    assert "157184 bytes more than the 253952" in msgs[1]

@@ -1,4 +1,4 @@
-"""The code-change variants' records: five edits of the source's instructions (docs/kernel.md §5.y).
+"""The code-change variants' records: six edits of the source's instructions (docs/kernel.md §5.y).
 
 None of them exists in the source (chunk_gated_delta_rule.h at 00e39ab5); each is what a kernel
 engineer would write in its place, as data over the same program (``[kernel]`` fields, default the
@@ -62,6 +62,19 @@ as [cv, dk] fp16, EnQue/DeQue (V_MTE3) and one ``DataCopy(finalState[...], queue
 access go; the fp16 values are the same Cast's. Like ``state_load``, it needs dk a multiple of 16 and
 at most 2*cs = 128 (the fp16 tile in chunkVFp32); other shapes keep the source's scalar store (no idle
 block holds a wider fp16 tile, and the store is then a fallback, not an error: the docs say so).
+
+``attn_dots = "row"`` (ComputeAttnMatrix, Phases 4a and 4c): the source calls DotFp32 once per score,
+each a Mul, a WholeReduceSum and a V->S round trip (4096 at L = 64). Instead, per score row i, the n
+dot products of the row (n = i below the diagonal, i + 1 with it) are multiplied into the idle
+chunkVFp32 (its fp16 staging is done with, v_beta not yet loaded), ``Mul(chunkV[k*dk], lhs_i, rhs_j,
+dk)`` for each, then one ``WholeReduceSum(dotProductFp32, chunkV, 64, k*dk/64, 1, 1, 8)`` (dense
+results) and one V->S round trip, and the scalar unit adds each product's dk/64 partials in order and
+stores the score as before. The partials are the same 64-element sums and are added in the same
+order, so every score has the source's bits. A batch holds at most cs*V/dk products (chunkVFp32's
+size; all of a row when V >= dk); its cs*V/64 <= V partials fit dotProductFp32 because k*dk/64 <= dk.
+Needs dk a multiple of 64 (rows of whole repeats; the source's tail products would fall inside the
+next product's repeat): other dk are a KernelDiagnostic. The raw_interlock barrier between Mul and
+reduce stays where the profile asks for it, as in DotFp32.
 """
 
 from __future__ import annotations
@@ -180,6 +193,34 @@ def state_store_records(core, ch, v_i: int, cv: int, out: list) -> bool:
     out += [EnQue(OUT_QUEUE), DeQue(OUT_QUEUE), dma_out(nbytes, DataCopyParams(1, nbytes // 32, 0, 0), dst, q0),
             FreeTensor(OUT_QUEUE)]
     return True
+
+
+def attn_dots_problem(dk: int) -> str | None:
+    """Why ``attn_dots = "row"`` cannot run on this dk (None: it can)."""
+    if dk % 64:
+        return f"dk={dk} is not a multiple of 64, so the products of one row are not whole reduce repeats"
+    return None
+
+
+def dot_row_records(core, lhs: int, rhs0: int, rhs_stride: int, n: int, tail: list, out: list) -> None:
+    """The n dot products of one score row with ``attn_dots = "row"``: lhs (UB byte address) against
+    rhs0 + j*rhs_stride, j < n, batched into chunkVFp32; ``tail``: the scalar records after each
+    product's partial sums (its score's load, multiply and store)."""
+    dk = core.shape.dk
+    why = attn_dots_problem(dk)
+    if why:
+        raise KernelDiagnostic(f"attn_dots = \"row\": {why}")
+    v0, dp = core.ub("chunkVFp32"), core.ub("dotProductFp32")
+    per = dk // 64
+    batch = max(1, CS * core.v_aligned // dk)
+    for first in range(0, n, batch):
+        k = min(batch, n - first)
+        loop(core, out, k, lambda j, first=first: [vec("Mul", dk, v0 + FP32_BYTES * j * dk, lhs,
+                                                          rhs0 + (first + j) * rhs_stride)])
+        if core.launch.raw_interlock:
+            out.append(PB_V)
+        out += [vec("WholeReduceSum", k * dk, dp, v0), *V_S]
+        loop(core, out, k, lambda j: [scalar("ub_load", per), scalar("alu", per), *tail])
 
 
 def query_rows_problem(dk: int, nk: int, L: int = CS) -> str | None:

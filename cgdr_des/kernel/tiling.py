@@ -28,13 +28,13 @@ what a variant adds before SolveVStep, so vStep may drop; ``keep_tiling`` keeps 
 vStep (SolveVStep with one out-queue buffer and no variant) and, when the variant's buffers then
 exceed UB, :func:`static_diagnostics` reports by how many bytes instead of simulating it.
 
-Code-change variants (docs/kernel.md §5.y): ``sub``, ``state_rows``, ``state_load``, ``query_rows``,
-``state_store`` change instructions, not buffers. Each reuses UB the baseline already carves and leaves idle at that
-moment, so the host deducts nothing for them and vStep is the baseline's (:data:`CODE_FIELDS` says
-which block each reuses; :func:`code_variant_ub` checks on the host that what it puts there fits).
-A shape on which a variant's DMA cannot be written (a field out of its hardware range, a row not a
-whole number of 32-byte blocks) is a KernelDiagnostic from :func:`static_diagnostics`, not a silent
-fallback to the source's code.
+Code-change variants (docs/kernel.md §5.y, :data:`CODE_FIELDS`): ``sub``, ``state_rows``,
+``state_load``, ``query_rows``, ``state_store``, ``attn_dots`` change instructions, not buffers. Each
+reuses UB the baseline already carves and leaves idle at that moment, so the host deducts nothing for
+them and vStep is the baseline's; :func:`code_variant_ub` says which block each reuses and the host
+checks that what it puts there fits. A shape on which a variant's DMA cannot be written (a field out
+of its hardware range, a row not a whole number of 32-byte blocks) is a KernelDiagnostic from
+:func:`static_diagnostics`, not a silent fallback to the source's code.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ MAX_BLOCK_COUNT = 4095   # DataCopyParams' blockCount
 
 #: the code-change variants' ``[kernel]`` fields: (the source's value, the variant's value)
 CODE_FIELDS = {"sub": (False, True), "state_rows": ("rows", "2d"), "state_load": ("scalar", "dma"),
-               "query_rows": ("gm", "ub"), "state_store": ("scalar", "dma")}
+               "query_rows": ("gm", "ub"), "state_store": ("scalar", "dma"), "attn_dots": ("each", "row")}
 MAX_GM_BYTES = 2**48     # a 48-bit device address space: no workspace past it can be allocated
 FP32_BYTES = 4
 FP16_BYTES = 2
@@ -178,6 +178,7 @@ class Tiling:
     state_load: str = "scalar"
     query_rows: str = "gm"
     state_store: str = "scalar"
+    attn_dots: str = "each"
 
     @property
     def state_stride_k(self) -> int:
@@ -230,14 +231,16 @@ def compute_tiling(*, t: int, hqk: int, dk: int, hv: int, dv: int, batch: int, u
                    has_gamma: bool = True, buffer_num: int = 1, host_queue_buffers: int | None = None,
                    keep_tiling: bool = False, prefetch: bool = False,
                    state_double_buffer: bool = False, sub: bool = False, state_rows: str = "rows",
-                   state_load: str = "scalar", query_rows: str = "gm", state_store: str = "scalar") -> Tiling:
+                   state_load: str = "scalar", query_rows: str = "gm", state_store: str = "scalar",
+                   attn_dots: str = "each") -> Tiling:
     """``ChunkGatedDeltaRuleTilingFunc``: the tiling for one launch. Raises InputError on bad input.
 
     ``t`` may be 0 (every sequence empty); the other dims, ``ub_size`` and ``aiv_num`` must be
     positive; ``buffer_num`` is 1 (the source) or 2. When no vStep fits UB the host returns
     GRAPH_FAILED; here that is an InputError naming the shape and ``ub_size``. ``keep_tiling``,
     ``prefetch``, ``state_double_buffer``: the double-buffering variants; ``sub``, ``state_rows``,
-    ``state_load``, ``query_rows``, ``state_store``: the code-change variants (module docstring).
+    ``state_load``, ``query_rows``, ``state_store``, ``attn_dots``: the code-change variants (module
+    docstring).
     """
     t = _positive("t", t, minimum=0)
     if t > INT32_MAX:
@@ -254,7 +257,7 @@ def compute_tiling(*, t: int, hqk: int, dk: int, hv: int, dv: int, batch: int, u
     variant = {"keep_tiling": bool(keep_tiling), "prefetch": bool(prefetch),
                "state_double_buffer": bool(state_double_buffer)}
     code = {"sub": sub, "state_rows": state_rows, "state_load": state_load, "query_rows": query_rows,
-            "state_store": state_store}
+            "state_store": state_store, "attn_dots": attn_dots}
     for name, value in code.items():
         allowed = CODE_FIELDS[name]
         if value not in allowed or type(value) is not type(allowed[0]):
@@ -342,7 +345,9 @@ def code_variant_ub(tiling: Tiling) -> list[tuple[str, str, int, int]]:
     ``state_load = "dma"`` stages cv rows of dk fp16 in ``stateOutQueue_`` and, when it transposes
     on V, the fp16 tile [dk, V] in chunkVFp32; ``query_rows = "ub"`` stages L <= cs rows of dk fp16
     in kCumdecayFp32; ``state_store = "dma"`` (when it transposes on V, else the source's store) casts
-    the tile into chunkVFp32 as fp16 [dk, V] and transposes it into ``stateOutQueue_`` as [cv, dk]."""
+    the tile into chunkVFp32 as fp16 [dk, V] and transposes it into ``stateOutQueue_`` as [cv, dk];
+    ``attn_dots = "row"`` multiplies up to cs*V/dk products of dk fp32 into chunkVFp32 and reduces them
+    into dotProductFp32 (dk/64 partials each)."""
     from cgdr_des.kernel.code_variants import vector_transpose
 
     cs, dk, av = tiling.chunk_size, tiling.dk, tiling.v_step_aligned
@@ -354,6 +359,11 @@ def code_variant_ub(tiling: Tiling) -> list[tuple[str, str, int, int]]:
             used.append(("state_load", "chunkVFp32", dk * av * FP16_BYTES, cs * av * FP32_BYTES))
     if tiling.query_rows == "ub":
         used.append(("query_rows", "kCumdecayFp32", cs * dk * FP16_BYTES, cs * tiling.align_k * FP32_BYTES))
+    if tiling.attn_dots == "row":  # a batch of products, and its partial sums
+        batch = min(cs, max(1, cs * av // dk))
+        used += [("attn_dots", "chunkVFp32", batch * dk * FP32_BYTES, cs * av * FP32_BYTES),
+                 ("attn_dots", "dotProductFp32", batch * (dk // 64) * FP32_BYTES,
+                  max(tiling.state_stride_k, cs) * FP32_BYTES)]
     if tiling.state_store == "dma" and vector_transpose(dk):
         used += [("state_store", "chunkVFp32", tiling.state_stride_k * av * FP16_BYTES, cs * av * FP32_BYTES),
                  ("state_store", "stateOutQueue_", min(tiling.v_step, tiling.dv) * dk * FP16_BYTES,
@@ -381,6 +391,8 @@ def code_variant_diagnostics(tiling: Tiling, widths: tuple[int, ...]) -> None:
             checks.append(("state_store = \"dma\"", code.state_load_problem(tiling.dk, cv)))
     if tiling.query_rows == "ub":
         checks.append(("query_rows = \"ub\"", code.query_rows_problem(tiling.dk, tiling.hqk)))
+    if tiling.attn_dots == "row":
+        checks.append(("attn_dots = \"row\"", code.attn_dots_problem(tiling.dk)))
     for name, why in checks:
         if why:
             raise KernelDiagnostic(f"{name}: its DataCopy cannot be written on shape dk={tiling.dk}, "

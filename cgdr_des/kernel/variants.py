@@ -2,11 +2,11 @@
 
 Every variant is data over the same program: the buffering ones (docs/double-buffering.md §1)
 ``buffer_num``, ``keep_tiling``, ``prefetch``, ``state_double_buffer``, and the code-change ones
-(docs/kernel.md §5.y) ``sub``, ``state_rows``, ``state_load``, ``query_rows``, ``state_store``. A buffering name
-without ``_same`` lets the host shrink vStep to make room for what the variant adds (the host
-accounting that goes with it); ``_same`` keeps the baseline's vStep and is reported as a UB overflow,
-with the bytes, where it does not fit. The code-change variants add no UB (they reuse idle blocks),
-so they never move vStep.
+(docs/kernel.md §5.y) ``sub``, ``state_rows``, ``state_load``, ``query_rows``, ``state_store``,
+``attn_dots``. A buffering name without ``_same`` lets the host shrink vStep to make room for what
+the variant adds (the host accounting that goes with it); ``_same`` keeps the baseline's vStep and
+is reported as a UB overflow, with the bytes, where it does not fit. The code-change variants add
+no UB (they reuse idle blocks), so they never move vStep.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "state_load_dma": {"state_load": "dma"},
     "query_rows_ub": {"query_rows": "ub"},
     "state_store_dma": {"state_store": "dma"},
+    "attn_dots_row": {"attn_dots": "row"},
     "code_all": CODE_ALL,
 }
 

@@ -150,8 +150,8 @@ class Kernel(_Section):
     ``keep_tiling``, ``prefetch``, ``state_double_buffer``: the double-buffering variants
     (docs/double-buffering.md §1); ``keep_tiling`` keeps the baseline's vStep instead of letting the
     host shrink it to make room for what the variant adds. ``sub``, ``state_rows``, ``state_load``,
-    ``query_rows``, ``state_store``: the code-change variants (docs/kernel.md §5.y), each defaulting to
-    the source's code.
+    ``query_rows``, ``state_store``, ``attn_dots``: the code-change variants (docs/kernel.md §5.y), each
+    defaulting to the source's code.
     """
 
     buffer_num: Literal[1, 2] = 1
@@ -179,6 +179,9 @@ class Kernel(_Section):
     state_store: Literal["scalar", "dma"] = "scalar"
     """Code-change variant: a head's final_state tile is written by dk*curV scalar GM stores (scalar, the source) or
     transposed in UB and written by one DataCopy (dma; dk a multiple of 16 up to 128, else the source's store)."""
+    attn_dots: Literal["each", "row"] = "each"
+    """Code-change variant: ComputeAttnMatrix reduces each dot product with its own WholeReduceSum and V->S round
+    trip (each, the source) or a whole score row's products with one of each (row; dk a multiple of 64)."""
     kernel_version: Literal["vector", "cube", "cube-pre1174"] = "vector"
     """Which program runs: vector (the vector-only kernel), cube (the Cube-era kernel), or cube-pre1174 (the Cube-era
     kernel without the M_V / V_M syncs around the L0C drains)."""
