@@ -312,3 +312,18 @@ def test_a_buffering_overflow_with_the_code_variants_is_the_same_one_line_with_t
         msgs.append(str(err.value))
     assert msgs[0] == msgs[1] and "\n" not in msgs[1]
     assert "157184 bytes more than the 253952" in msgs[1]
+
+
+def test_state_rows_2d_merges_the_state_double_buffers_row_dmas_too():
+    """With the state double buffer, the write-back and read-back from stateNextFp32 are one 2-D
+    DataCopy each: (dk - 1) fewer DMAs per copy, the same bytes (three chunks: 2 write-backs, 2 reads)."""
+    kw = {"state_double_buffer": True, "keep_tiling": True}
+    base, _ = chunk_counts([150], 64, 64, **kw)
+    got, _ = chunk_counts([150], 64, 64, **kw, state_rows="2d")
+
+    def total(counts, kind):
+        return sum(n for c, ctr in counts.items() if type(c) is int for (_, k), n in ctr.items() if k == kind)
+
+    for pipe in ("MTE2", "MTE3"):
+        assert total(base, f"dma_{pipe}") - total(got, f"dma_{pipe}") == 2 * (64 - 1)
+        assert total(base, f"bytes_{pipe}") == total(got, f"bytes_{pipe}")
