@@ -98,6 +98,7 @@ class RunTiming(NamedTuple):
     s_stall: int
     v_busy: int
     v_stall: int
+    v_free: int = 0     # V's free cycle after the run (its last issue; ``v_end`` adds the last latency)
 
 
 class ComputeRunTimer:
@@ -124,17 +125,23 @@ class ComputeRunTimer:
             raise KernelDiagnostic(f"record #{stop} ({type(run[stop]).__name__}) is not a compute record")
         return timing
 
-    def scan(self, records: list, start: int, dcache) -> tuple[RunTiming, int]:
-        """Time the maximal compute run beginning at ``records[start]``; returns (timing, end index)."""
+    def scan(self, records: list, start: int, dcache, v_free: int = 0, v_done: int = 0) -> tuple[RunTiming, int]:
+        """Time the maximal compute run beginning at ``records[start]``; returns (timing, end index).
+        ``v_free``, ``v_done``: V still busy with earlier work as the run begins, free to issue that
+        many cycles after S's start and done with it all ``v_done`` cycles after (the queue's earlier
+        entries taken as dequeued); 0 and 0 for an idle V."""
         t0 = self.profile.kernel_launch_cycles
         st = ScanState(t0, self.profile.queue_depth, self.profile.event_ids_per_hard_event)
+        st.free = t0 + v_free
+        st.done = st.cov = t0 + max(v_free, v_done)
         stop = self._walk(records, start, st, dcache)
         if any(any(pending) for pending, _ in st.flags.values()):
             raise KernelDiagnostic("a SetFlag of the run is not waited in it")
         counts = record_counts(st.scalar_n, st.n_vec, st.n_bar, st.n_ld, st.n_st, st.n_sets)
         if st.first is None:
             return RunTiming(st.t - t0, 0, 0, counts, st.s_stall, 0, 0), stop
-        return RunTiming(st.t - t0, st.first - t0, st.done - t0, counts, st.s_stall, st.v_busy, st.v_stall), stop
+        return RunTiming(st.t - t0, st.first - t0, st.done - t0, counts, st.s_stall, st.v_busy, st.v_stall,
+                         st.free - t0), stop
 
     def _walk(self, records: list, start: int, st: ScanState, dcache, seen: list | None = None) -> int:
         """Advance ``st`` through ``records[start:]`` up to the first record outside the compute subset;

@@ -165,3 +165,15 @@ def record_counts(scalar_n: dict, n_vec: int, n_bar: int, n_ld: int, n_st: int, 
     pairs += [(side + ev, n) for ev, n in n_sets.items() for side in ("set_", "wait_")]
     out.update((key, n) for key, n in pairs if n)
     return tuple(sorted(out.items()))
+
+
+def late_cycle(idle: int, a: int, k_a: int | None, d: int, k_d: int | None) -> int:
+    """A replayed run's cycle (S's end, V's end or V's free; :class:`~cgdr_des.hw.phase.TimedMacro`)
+    when V meets its V part at ``a`` with all earlier V work done at ``d``: ``idle`` (the cycle with
+    V idle, shifted to this replay) or later by the paths from V's free (``k_a``) and V's done
+    (``k_d``) cycles to it, None where there is no such path."""
+    if k_a is not None and a + k_a > idle:
+        idle = a + k_a
+    if k_d is not None and d + k_d > idle:
+        idle = d + k_d
+    return idle

@@ -82,6 +82,15 @@ class TimedMacro(Macro):
     s_stall: int = 0
     v_busy: int = 0
     v_stall: int = 0
+    #: V's free cycle after the run (its last issue, before the last op's latency; None: ``v_end``)
+    v_free: int | None = None
+    #: how the run's S end, V end and V free move when V is still busy as the run begins (its V part
+    #: starts at ``a`` > its idle start, or V's earlier work ends at ``d`` past ``a``): for each of
+    #: the three, the cycles after ``a`` and after ``d`` it cannot be earlier than, None where no
+    #: path leads there (:func:`late_numbers`). None: the run hands V nothing.
+    late: tuple | None = None
+    #: S's end depends on when V gets to the run (``late[0]`` or ``late[1]`` is not None)
+    s_waits: bool = False
 
 
 def balanced(run: list) -> bool:
@@ -99,18 +108,43 @@ def balanced(run: list) -> bool:
     return not any(pending.values())
 
 
-def merge_dma_runs(records: list) -> list:
+def merge_dma_runs(records: list, singles: int = 0) -> list:
     """Consecutive DataCopy calls of one direction and one parameter set, with nothing between
-    them, become one Dma with ``repeat`` (first addresses kept; nbytes summed)."""
+    them, become one Dma with ``repeat`` (first addresses kept; nbytes summed), but for the last
+    ``singles`` calls of each such run, kept one by one.
+
+    Why keep ``queue_depth + 1`` singles: the scalar unit hands the k calls of a run to a queue of
+    ``queue_depth`` = q slots and leaves the run when the call q + 1 places before the last one
+    starts (a full queue stalls each hand-over until the entry q places back starts). A burst
+    stands for all of its calls in one slot, so a run merged whole lets S go on at once, while at
+    ``instr`` it waits for the pipe to work down the run (all_same's state write-back: S held
+    ~22 000 cycles at instr, none at phase). With the last q + 1 calls kept, the entry q places
+    before the last is the call q + 1 before the last, as at ``instr``."""
     out: list = []
+    start = 0       # where the current run of like DataCopy calls begins in ``out``
     for rec in records:
         prev = out[-1] if out else None
         if (type(rec) is Dma and type(prev) is Dma and prev.direction == rec.direction
                 and prev.params == rec.params):
-            out[-1] = replace(prev, nbytes=prev.nbytes + rec.nbytes, repeat=prev.repeat + rec.repeat)
-        else:
             out.append(rec)
+            continue
+        _merge_head(out, start, singles)
+        start = len(out)
+        out.append(rec)
+    _merge_head(out, start, singles)
     return out
+
+
+def _merge_head(out: list, start: int, singles: int) -> None:
+    """Merge ``out[start:]`` (a run of like Dma, or one other record) into one burst, but for its
+    last ``singles`` calls."""
+    stop = len(out) - singles
+    if stop - start < 2 or type(out[start]) is not Dma:
+        return
+    head = out[start]
+    for rec in out[start + 1:stop]:
+        head = replace(head, nbytes=head.nbytes + rec.nbytes, repeat=head.repeat + rec.repeat)
+    out[start:stop] = [head]
 
 
 def is_compute(rec) -> bool:
@@ -148,6 +182,10 @@ class PhaseCompiler:
     #: phases hand loops of like iterations over as isa.Repeat (the timer extrapolates them; every
     #: path to the machine expands them first)
     accepts_repeat = True
+    #: time each run's dependence on a busy V (TimedMacro.late) and keep the last queue_depth + 1
+    #: calls of a DataCopy run apart (merge_dma_runs). False: the V-idle model of earlier versions,
+    #: for the benchmark that measures what this costs and buys (analysis/benchmarks/bench_phase_variants.py)
+    late_v = True
 
     def __init__(self, profile: Profile, name: str = "compute", *, exact_machine: bool = False) -> None:
         self.profile, self.name = profile, name
@@ -158,6 +196,8 @@ class PhaseCompiler:
         # machine follows (a lost set usually means a deadlock the machine must report anyway)
         fast = not exact_machine and not DOUBLE_SET[profile.flag_double_set].lose
         self.timer = ComputeRunTimer(profile) if fast else None
+        # the late numbers (TimedMacro.late) come from the timer on either path
+        self.late_timer = None if DOUBLE_SET[profile.flag_double_set].lose else (self.timer or ComputeRunTimer(profile))
         self.compiled_runs = 0
         self.kept_runs = 0
 
@@ -177,7 +217,7 @@ class PhaseCompiler:
         self.dcache = self.shared_dcache if core is None else self.core_dcache(core)
         records = records if type(records) is list else list(records)
         out = self._compile_machine(expand(records)) if self.timer is None else self._compile_fast(records)
-        return merge_dma_runs(out)
+        return merge_dma_runs(out, self.profile.queue_depth + 1 if self.late_v else 0)
 
     def touch(self, records: list, core: int) -> bytes:
         """Pass ``records``' GM traffic through core ``core``'s own data cache: its DataCopy calls
@@ -213,14 +253,18 @@ class PhaseCompiler:
         if self.timer is not None:
             saved = self.dcache.state()
             try:
-                return self._timed(self.timer.time(run, self.dcache))
+                timing = self.timer.time(run, self.dcache)
+                return self._timed(timing, self._late_scans(run, 0, timing, saved))
             except KernelDiagnostic:
                 self.dcache.restore(saved)
         return self.machine_macro(run)
 
     def machine_macro(self, run: list) -> TimedMacro:
-        """:meth:`macro` by the machine itself."""
+        """:meth:`macro` by the machine itself; its ``v_free`` and ``late`` numbers by the one-pass
+        timer (None where it cannot answer: the ``lost`` flag policy, a diagnosed run), which the
+        tests hold to the machine behind a V held busy (tests/test_phase_late.py)."""
         run = expand(run)
+        saved = self.dcache.state()
         result = self.machine.run([run], dcaches=[self.dcache])
         core, t0 = result.cores[0], self.profile.kernel_launch_cycles
         ran_v = core["first_V"] is not None
@@ -229,8 +273,42 @@ class PhaseCompiler:
         counts = Counter()
         for rec in run:
             counts[record_kind(rec)] += rec.count if type(rec) is Scalar else 1
-        return TimedMacro(self.name, core["busy_S"] + core["stall_S"], v_start, v_end,
-                          tuple(sorted(counts.items())), core["stall_S"], core["busy_V"], core["stall_V"])
+        timing = RunTiming(core["busy_S"] + core["stall_S"], v_start, v_end, tuple(sorted(counts.items())),
+                           core["stall_S"], core["busy_V"], core["stall_V"], v_end)
+        late = None
+        if self.late_timer is not None and v_end > v_start:
+            after = self.dcache.state()
+            self.dcache.restore(saved)
+            try:
+                idle, _ = self.late_timer.scan(run, 0, self.dcache)
+                timing = timing._replace(v_free=idle.v_free)
+                late = self._late_scans(run, 0, timing, saved, self.late_timer)
+            except KernelDiagnostic:
+                late = None
+            self.dcache.restore(after)
+        return self._timed(timing, late)
+
+    def _late_scans(self, records: list, i: int, timing: RunTiming, saved, timer=None) -> tuple | None:
+        """The ``late`` numbers of the run at ``records[i]`` (:func:`late_numbers`): scanned again
+        with V busy until after the idle run's span, first free and done then done only, from the
+        data cache ``saved`` before the run (left as it was found); None if V does nothing in the
+        run or a scan is diagnosed."""
+        if timing.v_end <= timing.v_start or not self.late_v:
+            return None
+        timer = timer or self.timer
+        after, x = self.dcache.state(), late_start(timing)
+        try:
+            self.dcache.restore(saved)
+            busy, _ = timer.scan(records, i, self.dcache, x, x)
+            done = timing       # no path from V's free or done to any output: none from done alone
+            if (busy.s_cycles, busy.v_end, busy.v_free) != (timing.s_cycles, timing.v_end, timing.v_free):
+                self.dcache.restore(saved)
+                done, _ = timer.scan(records, i, self.dcache, 0, x)
+        except KernelDiagnostic:
+            return None
+        finally:
+            self.dcache.restore(after)
+        return late_numbers(timing, x, busy, done)
 
     def _compile_fast(self, records: list) -> list:
         """Runs found and timed by the fast timer's scan; the records between them copied."""
@@ -258,11 +336,13 @@ class PhaseCompiler:
             out.extend(self._compile_machine(expand(records[i:j])))   # a Repeat's body may break the run
             return j
         self.compiled_runs += 1
-        out.append(self._timed(timing))
+        out.append(self._timed(timing, self._late_scans(records, i, timing, saved)))
         return j
 
-    def _timed(self, r: RunTiming) -> TimedMacro:
-        return TimedMacro(self.name, r.s_cycles, r.v_start, r.v_end, r.counts, r.s_stall, r.v_busy, r.v_stall)
+    def _timed(self, r: RunTiming, late: tuple | None = None) -> TimedMacro:
+        waits = late is not None and (late[0] is not None or late[1] is not None)
+        return TimedMacro(self.name, r.s_cycles, r.v_start, r.v_end, r.counts, r.s_stall, r.v_busy, r.v_stall,
+                          r.v_free, late, waits)
 
     def _compile_machine(self, records: list) -> list:
         """Maximal compute runs cut by :func:`is_compute`, each handed to :meth:`_replace`."""
@@ -292,6 +372,31 @@ class PhaseCompiler:
             return run
         self.compiled_runs += 1
         return [m]
+
+
+def late_start(r: RunTiming) -> int:
+    """When V is taken to free up in the late scans of a run (cycles after S's start): past
+    everything the idle run timed, so that every path from V's start to an output shows."""
+    return max(r.s_cycles, r.v_start, r.v_end) + 1
+
+
+def late_numbers(idle: RunTiming, x: int, busy: RunTiming, done: RunTiming) -> tuple:
+    """A TimedMacro's ``late``: for S's end, V's end and V's free, the cycles after V's free ``a``
+    and after V's done ``d`` (as the run's V part meets V) that each cannot be earlier than, None
+    where no path leads there; from the idle timing ``idle`` and the scans with V free and done at
+    ``x`` (``busy``) and done only at ``x`` (``done``).
+
+    Why three timings give every backlog. Each cycle the timer computes is a max of sums of
+    nonnegative costs and of its inputs, so an output is ``max(c, a + k_a, d + k_d)`` (k = -inf
+    without a path) and equals the idle timing for an idle V. At ``x`` past every idle output,
+    ``done`` shows ``x + k_d`` if a path from d exists and the idle output otherwise; ``busy``
+    shows ``x + max(k_a, k_d)``: where that is ``k_d`` the path from a never decides (a <= d)."""
+    outs = ((idle.s_cycles, busy.s_cycles, done.s_cycles), (idle.v_end, busy.v_end, done.v_end),
+            (idle.v_free, busy.v_free, done.v_free))
+    late: list = []
+    for base, via_both, via_d in outs:
+        late += [via_both - x if via_both > base else None, via_d - x if via_d > base else None]
+    return tuple(late)
 
 
 def gm_accesses(records: list) -> list[tuple]:
