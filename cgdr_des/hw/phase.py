@@ -24,12 +24,31 @@ The compiler emits :class:`TimedMacro`, a Macro that also carries how the run's 
 busy and stalled cycles, so per-pipe utilisation agrees with ``instr`` (a plain Macro counts its
 whole span as busy).
 
-What is lost against ``instr``: inside a run, the scalar unit's V->S waits assume V was idle when
-the run began; the run's V work starts only when V has finished issuing what came before (no overlap
-with the previous run's last latency). On sole chunks of a few tokens that costs up to ~0.6 % of
-makespan. A run whose flags are not balanced within it (a set consumed, or a wait satisfied, outside
-the run) or that cannot be timed alone (a diagnostic) is kept explicit, so it is timed exactly; so
-is a run of a single record.
+A run met by a busy V. The idle timing alone would let S go through the run's V->S waits as if V
+were idle when the run began, and V start the run only when the earlier work's last latency ended.
+So each run is scanned twice more (:meth:`PhaseCompiler._late_scans`): with V free and done past
+everything the idle run timed, and with V done only. Every cycle the timer computes is a max of sums
+of nonnegative costs and of its inputs, so S's end, V's end and V's free after the run are each
+``max(idle, a + k_a, d + k_d)`` in the cycle ``a`` V meets the run's V part and the cycle ``d`` V's
+earlier work is done (k = -inf where no path leads from there): the two scans give every k
+(:func:`late_numbers`), and the replay is exact for every backlog. The V pipe tells the scalar unit
+``(a, d)`` when it reaches the Macro's V part (one SimPy event per Macro whose S waits for V, held
+by ``TimedMacro.s_waits``). What remains: the late scans take V's earlier queue entries as gone, so
+an entry that leaves V's queue only as it ends (a PipeBarrier<V> still waiting) holds a slot the
+replay does not see (S stalls a few cycles later than at ``instr``, tests/test_phase_late.py).
+
+DataCopy runs (:func:`merge_dma_runs`): the last ``queue_depth + 1`` calls of a run of like
+DataCopy calls stay apart, so S's stalls on a full MTE queue are ``instr``'s; the calls before them
+are one burst (``repeat``), whose first-byte and bandwidth timing approximates the separate calls.
+
+Against ``instr`` (analysis/benchmarks/bench_phase_variants.py, every kernel variant on six small
+launches, two profiles): makespan within 0.03 % (3.4 % with the idle-V timing of earlier versions),
+and each variant's saving over the baseline within 5 % of ``instr``'s (state_double_buffer on dk =
+64, one 130-token item: 2 085 cycles at phase, 2 131 at instr; 47 140 with the idle-V timing). The
+late scans cost a second and third scan of each compiled run: ~2x the compile CPU time
+(representative.toml at phase, whole run: ratio printed by the benchmark). A run whose flags are not
+balanced within it (a set consumed, or a wait satisfied, outside the run) or that cannot be timed
+alone (a diagnostic) is kept explicit, so it is timed exactly; so is a run of a single record.
 
 Data cache, two ways. By default (``compile(records)``) ScalarGm hits and misses are those of the
 compiler's one shared cache, carried from one isolated run to the next in the order the runs are
