@@ -167,13 +167,12 @@ def record_counts(scalar_n: dict, n_vec: int, n_bar: int, n_ld: int, n_st: int, 
     return tuple(sorted(out.items()))
 
 
-def late_cycle(idle: int, a: int, k_a: int | None, d: int, k_d: int | None) -> int:
+def late_cycle(idle: int, a: int, d: int, k: int | None) -> int:
     """A replayed run's cycle (S's end, V's end or V's free; :class:`~cgdr_des.hw.phase.TimedMacro`)
     when V meets its V part at ``a`` with all earlier V work done at ``d``: ``idle`` (the cycle with
-    V idle, shifted to this replay) or later by the paths from V's free (``k_a``) and V's done
-    (``k_d``) cycles to it, None where there is no such path."""
-    if k_a is not None and a + k_a > idle:
-        idle = a + k_a
-    if k_d is not None and d + k_d > idle:
-        idle = d + k_d
-    return idle
+    V idle, shifted to this replay) or ``k`` cycles after the later of the two, if later (None: no
+    path from V's start to it)."""
+    if k is None:
+        return idle
+    start = a if a > d else d
+    return start + k if start + k > idle else idle

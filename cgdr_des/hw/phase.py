@@ -25,17 +25,18 @@ busy and stalled cycles, so per-pipe utilisation agrees with ``instr`` (a plain 
 whole span as busy).
 
 A run met by a busy V. The idle timing alone would let S go through the run's V->S waits as if V
-were idle when the run began, and V start the run only when the earlier work's last latency ended.
-So each run is scanned twice more (:meth:`PhaseCompiler._late_scans`): with V free and done past
-everything the idle run timed, and with V done only. Every cycle the timer computes is a max of sums
-of nonnegative costs and of its inputs, so S's end, V's end and V's free after the run are each
-``max(idle, a + k_a, d + k_d)`` in the cycle ``a`` V meets the run's V part and the cycle ``d`` V's
-earlier work is done (k = -inf where no path leads from there): the two scans give every k
-(:func:`late_numbers`), and the replay is exact for every backlog. The V pipe tells the scalar unit
-``(a, d)`` when it reaches the Macro's V part (one SimPy event per Macro whose S waits for V, held
-by ``TimedMacro.s_waits``). What remains: the late scans take V's earlier queue entries as gone, so
-an entry that leaves V's queue only as it ends (a PipeBarrier<V> still waiting) holds a slot the
-replay does not see (S stalls a few cycles later than at ``instr``, tests/test_phase_late.py).
+were idle when the run began. So each run is scanned once more (:meth:`PhaseCompiler._late_scans`),
+with V free and done past everything the idle run timed. Every cycle the timer computes is a max of
+sums of nonnegative costs and of its inputs, so S's end, V's end and V's free after the run are each
+``max(idle, a + k)`` in the cycle ``a`` V can start the run's V part (k = -inf where no path leads
+from there): the scan gives every k (:func:`late_numbers`), and the replay is exact for every
+backlog. The V pipe tells the scalar unit when it reaches the Macro's V part (one SimPy event per
+Macro whose S waits for V, held by ``TimedMacro.s_waits``). What remains: ``a`` is taken as the
+later of V's free and done cycles, an upper bound by at most the last op's latency where V's
+earlier work ends past its free cycle (not after the kernel's runs, which end on a barrier); and the
+late scan takes V's earlier queue entries as gone, so an entry that leaves V's queue only as it ends
+(a PipeBarrier<V> still waiting) holds a slot the replay does not see (a few cycles;
+tests/test_phase_late.py holds both).
 
 DataCopy runs (:func:`merge_dma_runs`): the last ``queue_depth + 1`` calls of a run of like
 DataCopy calls stay apart, so S's stalls on a full MTE queue are ``instr``'s; the calls before them
@@ -45,7 +46,7 @@ Against ``instr`` (analysis/benchmarks/bench_phase_variants.py, every kernel var
 launches, two profiles): makespan within 0.03 % (3.4 % with the idle-V timing of earlier versions),
 and each variant's saving over the baseline within 5 % of ``instr``'s (state_double_buffer on dk =
 64, one 130-token item: 2 085 cycles at phase, 2 131 at instr; 47 140 with the idle-V timing). The
-late scans cost a second and third scan of each compiled run: ~2x the compile CPU time
+late scan is a second scan of each compiled run: ~1.5x the CPU time of a compile-bound run
 (representative.toml at phase, whole run: ratio printed by the benchmark). A run whose flags are not
 balanced within it (a set consumed, or a wait satisfied, outside the run) or that cannot be timed
 alone (a diagnostic) is kept explicit, so it is timed exactly; so is a run of a single record.
@@ -104,11 +105,11 @@ class TimedMacro(Macro):
     #: V's free cycle after the run (its last issue, before the last op's latency; None: ``v_end``)
     v_free: int | None = None
     #: how the run's S end, V end and V free move when V is still busy as the run begins (its V part
-    #: starts at ``a`` > its idle start, or V's earlier work ends at ``d`` past ``a``): for each of
-    #: the three, the cycles after ``a`` and after ``d`` it cannot be earlier than, None where no
-    #: path leads there (:func:`late_numbers`). None: the run hands V nothing.
+    #: starts at ``a`` past its idle start, or V's earlier work ends at ``d`` past that): for each
+    #: of the three, the cycles after ``max(a, d)`` it cannot be earlier than, None where no path
+    #: leads there (:func:`late_numbers`). None: the run hands V nothing.
     late: tuple | None = None
-    #: S's end depends on when V gets to the run (``late[0]`` or ``late[1]`` is not None)
+    #: S's end depends on when V gets to the run (``late[0]`` is not None)
     s_waits: bool = False
 
 
@@ -309,9 +310,8 @@ class PhaseCompiler:
 
     def _late_scans(self, records: list, i: int, timing: RunTiming, saved, timer=None) -> tuple | None:
         """The ``late`` numbers of the run at ``records[i]`` (:func:`late_numbers`): scanned again
-        with V busy until after the idle run's span, first free and done then done only, from the
-        data cache ``saved`` before the run (left as it was found); None if V does nothing in the
-        run or a scan is diagnosed."""
+        with V busy until after the idle run's span, from the data cache ``saved`` before the run
+        (left as it was found); None if V does nothing in the run or the scan is diagnosed."""
         if timing.v_end <= timing.v_start or not self.late_v:
             return None
         timer = timer or self.timer
@@ -319,15 +319,11 @@ class PhaseCompiler:
         try:
             self.dcache.restore(saved)
             busy, _ = timer.scan(records, i, self.dcache, x, x)
-            done = timing       # no path from V's free or done to any output: none from done alone
-            if (busy.s_cycles, busy.v_end, busy.v_free) != (timing.s_cycles, timing.v_end, timing.v_free):
-                self.dcache.restore(saved)
-                done, _ = timer.scan(records, i, self.dcache, 0, x)
         except KernelDiagnostic:
             return None
         finally:
             self.dcache.restore(after)
-        return late_numbers(timing, x, busy, done)
+        return late_numbers(timing, x, busy)
 
     def _compile_fast(self, records: list) -> list:
         """Runs found and timed by the fast timer's scan; the records between them copied."""
@@ -359,7 +355,7 @@ class PhaseCompiler:
         return j
 
     def _timed(self, r: RunTiming, late: tuple | None = None) -> TimedMacro:
-        waits = late is not None and (late[0] is not None or late[1] is not None)
+        waits = late is not None and late[0] is not None
         return TimedMacro(self.name, r.s_cycles, r.v_start, r.v_end, r.counts, r.s_stall, r.v_busy, r.v_stall,
                           r.v_free, late, waits)
 
@@ -399,23 +395,20 @@ def late_start(r: RunTiming) -> int:
     return max(r.s_cycles, r.v_start, r.v_end) + 1
 
 
-def late_numbers(idle: RunTiming, x: int, busy: RunTiming, done: RunTiming) -> tuple:
-    """A TimedMacro's ``late``: for S's end, V's end and V's free, the cycles after V's free ``a``
-    and after V's done ``d`` (as the run's V part meets V) that each cannot be earlier than, None
-    where no path leads there; from the idle timing ``idle`` and the scans with V free and done at
-    ``x`` (``busy``) and done only at ``x`` (``done``).
+def late_numbers(idle: RunTiming, x: int, busy: RunTiming) -> tuple:
+    """A TimedMacro's ``late``: for S's end, V's end and V's free, the cycles after V's start that
+    each cannot be earlier than, None where no path leads there; from the idle timing ``idle`` and
+    the scan with V free and done at ``x`` (``busy``, :func:`late_start`).
 
-    Why three timings give every backlog. Each cycle the timer computes is a max of sums of
-    nonnegative costs and of its inputs, so an output is ``max(c, a + k_a, d + k_d)`` (k = -inf
-    without a path) and equals the idle timing for an idle V. At ``x`` past every idle output,
-    ``done`` shows ``x + k_d`` if a path from d exists and the idle output otherwise; ``busy``
-    shows ``x + max(k_a, k_d)``: where that is ``k_d`` the path from a never decides (a <= d)."""
-    outs = ((idle.s_cycles, busy.s_cycles, done.s_cycles), (idle.v_end, busy.v_end, done.v_end),
-            (idle.v_free, busy.v_free, done.v_free))
-    late: list = []
-    for base, via_both, via_d in outs:
-        late += [via_both - x if via_both > base else None, via_d - x if via_d > base else None]
-    return tuple(late)
+    Why two timings give every backlog. Each cycle the timer computes is a max of sums of
+    nonnegative costs and of its inputs, so an output is ``max(c, a + k_a, d + k_d)`` in V's free
+    ``a`` and done ``d`` as the run's V part meets V (k = -inf without a path), and equals the idle
+    timing for an idle V. At ``x`` past every idle output, ``busy`` shows ``x + max(k_a, k_d)`` if a
+    path exists and the idle output otherwise. The replay takes ``max(a, d) + max(k_a, k_d)``: exact
+    when ``d <= a`` (the run before ended on a barrier, as the kernel's do, or a Macro whose V part
+    ends with its last issue), an upper bound by at most ``d - a`` (the last op's latency) else."""
+    outs = ((idle.s_cycles, busy.s_cycles), (idle.v_end, busy.v_end), (idle.v_free, busy.v_free))
+    return tuple(late - x if late > base else None for base, late in outs)
 
 
 def gm_accesses(records: list) -> list[tuple]:

@@ -178,9 +178,7 @@ def macro_v_part(rec, issued: int, a: int, done: int, late: tuple) -> tuple[int,
     """V's free and end cycles after a TimedMacro's V part, issued at ``issued`` and met by V at
     ``a`` with its earlier work done at ``done`` (:func:`~cgdr_des.hw.compute_state.late_cycle`)."""
     shift = issued - rec.v_start
-    end = late_cycle(shift + rec.v_end, a, late[2], done, late[3])
-    free = late_cycle(shift + rec.v_free, a, late[4], done, late[5])
-    return free, end
+    return late_cycle(shift + rec.v_free, a, done, late[2]), late_cycle(shift + rec.v_end, a, done, late[1])
 
 
 def _v_row(cid: int, e: Entry, start: int, end: int) -> tuple:

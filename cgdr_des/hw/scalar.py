@@ -310,7 +310,7 @@ def scalar_unit(core, program):
             else:
                 su.wait_kind, su.wait_on = "macro", V
                 a, done = yield started
-                t = su.macro(rec, su.t, late_cycle(0, a, rec.late[0], done, rec.late[1]))
+                t = su.macro(rec, su.t, late_cycle(0, a, done, rec.late[0]))
             continue
         elif typ is Dma:        # checked, then handed to MTE2 or MTE3 like any entry
             cnt["dma_" + rec.pipe] += rec.repeat
