@@ -46,8 +46,8 @@ Against ``instr`` (analysis/benchmarks/bench_phase_variants.py, every kernel var
 launches, two profiles): makespan within 0.03 % (3.4 % with the idle-V timing of earlier versions),
 and each variant's saving over the baseline within 5 % of ``instr``'s (state_double_buffer on dk =
 64, one 130-token item: 2 085 cycles at phase, 2 131 at instr; 47 140 with the idle-V timing). The
-late scan is a second scan of each compiled run: ~1.5x the CPU time of a compile-bound run
-(representative.toml at phase, whole run: ratio printed by the benchmark). A run whose flags are not
+late scan is a second scan of each compiled run: a whole phase run takes ~1.5x the CPU time
+(representative 1.54, long_t1024 1.46, long_tail 1.50; the benchmark prints the first). A run whose flags are not
 balanced within it (a set consumed, or a wait satisfied, outside the run) or that cannot be timed
 alone (a diagnostic) is kept explicit, so it is timed exactly; so is a run of a single record.
 
