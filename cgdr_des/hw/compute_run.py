@@ -53,6 +53,11 @@ Reported as :meth:`~cgdr_des.hw.core.Core.stats` reports them, minus ``kernel_la
 the latest end of anything V executed (both 0 if V ran nothing). ``counts`` are the
 :func:`~cgdr_des.isa.record_kind` tallies, a Scalar weighted by its count.
 
+A busy V (``scan``'s ``v_free`` / ``v_done``): the scan starts with V free and done at those cycles
+instead of the launch cycle, its queue's earlier entries taken as gone; the phase compiler's late
+scan (:mod:`cgdr_des.hw.phase`, "A run met by a busy V") uses it. ``v_free`` in the result is V's
+free cycle after the run (its last issue), which ``v_end`` passes by the last op's latency.
+
 A WaitFlag with no earlier set left to consume, a set never waited in the run (the run is not
 :func:`~cgdr_des.hw.phase.balanced`), a set under the ``stall`` policy while the previous set is
 still pending (the machine deadlocks), a record outside the compute subset when the whole run is
