@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
+import numpy as np
+
 #: The outcome of an access that missed the DCache and found its lines in L2 (hits are True,
 #: misses to GM False).
 L2_HIT = 2
@@ -131,6 +133,54 @@ class DataCache:
             lo = (addr + max(nbytes, 1) - 1) // line_bytes * line_bytes
             hi = lo + line_bytes
         self.hits += n_hit
+        return bytes(out)
+
+    def pattern_of(self, addr: np.ndarray, nbytes) -> bytes:
+        """:meth:`pattern` of accesses given as an int64 array of addresses and their sizes (an array
+        or one size for all): the same outcomes, counters and cache afterwards. The within-line test
+        is made on the arrays at once, so only the accesses that leave the line the previous one
+        ended in (one per line along a row of 2-byte reads) are looked up, one by one, in order."""
+        n = len(addr)
+        if not n:
+            return b""
+        nbytes = np.broadcast_to(np.asarray(nbytes, np.int64), (n,))
+        if nbytes.min() < 1:    # an empty access's within-line test differs from its line's: walk them
+            return self.pattern(list(zip(addr.tolist(), nbytes.tolist(), strict=True)))
+        lb = self.line_bytes
+        first, last = addr // lb, (addr + nbytes - 1) // lb
+        looked = np.ones(n, bool)   # pattern's test: within [lo, hi), the line the previous access ended in
+        looked[1:] = (first[1:] != last[:-1]) | (last[1:] != last[:-1])
+        idx = np.flatnonzero(looked)
+        out = bytearray(b"\x01") * n
+        lines, cap, l2 = self.lines, self.n_lines, self.l2
+        to_end, evict = lines.move_to_end, lines.popitem
+        hits, misses, l2_hits, in_l2 = n - len(idx), 0, 0, None
+        for k, f, lst, a, nb in zip(idx.tolist(), first[idx].tolist(), last[idx].tolist(), addr[idx].tolist(),
+                                    nbytes[idx].tolist(), strict=True):
+            if f != lst:                    # an access across lines: access() decides and counts
+                self.hits, self.misses, self.l2_hits = self.hits + hits, self.misses + misses, self.l2_hits + l2_hits
+                if in_l2 is not None:
+                    self.in_l2 = in_l2
+                hits = misses = l2_hits = 0
+                out[k], in_l2 = self.outcome(a, nb), None
+                continue
+            if f in lines:
+                to_end(f)
+                hits += 1
+                continue
+            lines[f] = None
+            if len(lines) > cap:
+                evict(last=False)
+            misses += 1
+            in_l2 = l2 is not None and l2.holds(a, nb)
+            if in_l2:
+                l2_hits += 1
+                out[k] = L2_HIT
+            else:
+                out[k] = 0
+        self.hits, self.misses, self.l2_hits = self.hits + hits, self.misses + misses, self.l2_hits + l2_hits
+        if in_l2 is not None:
+            self.in_l2 = in_l2
         return bytes(out)
 
     def state(self) -> tuple:

@@ -51,6 +51,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
 
+import numpy as np
+
 from cgdr_des.errors import KernelDiagnostic
 from cgdr_des.hw.compute_run import ComputeRunTimer, RunTiming
 from cgdr_des.hw.compute_state import COMPUTE_EVENTS
@@ -60,6 +62,7 @@ from cgdr_des.hw.machine import Machine
 from cgdr_des.hw.profile import Profile
 from cgdr_des.isa import (
     Dma,
+    GmRows,
     Macro,
     PipeBarrier,
     Repeat,
@@ -148,6 +151,9 @@ class PhaseCompiler:
     #: phases hand loops of like iterations over as isa.Repeat (the timer extrapolates them; every
     #: path to the machine expands them first)
     accepts_repeat = True
+    #: True: an occurrence's GM traffic goes through a core's cache access by access (:func:`touch_walk`,
+    #: the reference) rather than as arrays (:func:`touch`)
+    walk_accesses = False
 
     def __init__(self, profile: Profile, name: str = "compute", *, exact_machine: bool = False) -> None:
         self.profile, self.name = profile, name
@@ -182,7 +188,10 @@ class PhaseCompiler:
     def touch(self, records: list, core: int) -> bytes:
         """Pass ``records``' GM traffic through core ``core``'s own data cache: its DataCopy calls
         fill L2 (when tracked), its scalar accesses hit or miss; their outcomes (see :func:`touch`)."""
-        return touch(self.core_dcache(core), records)
+        return self._touch(self.core_dcache(core), records)
+
+    def _touch(self, cache: DataCache, records: list) -> bytes:
+        return touch_walk(cache, records) if self.walk_accesses else touch(cache, records)
 
     def occurrence(self, records: list, core: int) -> tuple[bytes | None, Callable[[], list]]:
         """One occurrence of a phase on core ``core``, for a per-core compile cache: its GM traffic
@@ -194,7 +203,7 @@ class PhaseCompiler:
         if not _gm_traffic(records, cache.l2 is not None):
             return None, partial(self.compile, records, core)
         saved = cache.state()
-        pattern = touch(cache, records)
+        pattern = self._touch(cache, records)
 
         def compile_here() -> list:
             after = cache.state()
@@ -311,7 +320,55 @@ def gm_accesses(records: list) -> list[tuple]:
 
 def touch(cache: DataCache, records: list) -> bytes:
     """``records``' DataCopy calls and scalar GM accesses through ``cache``, in program order; the
-    accesses' outcomes, one byte each (:meth:`DataCache.pattern`)."""
+    accesses' outcomes, one byte each (:meth:`DataCache.pattern`). The accesses between two DataCopy
+    calls (all of them when L2 is not tracked) go through the cache as arrays (:meth:`DataCache.pattern_of`),
+    a :class:`~cgdr_des.isa.GmRows` loop's read row by row rather than access by access."""
+    with_dma = cache.l2 is not None
+    out: list[bytes] = []
+    addrs: list[int] = []
+    sizes: list[int] = []
+    blocks: list[tuple] = []     # (addresses, sizes) arrays in program order, the lists' run included
+
+    def flush_lists() -> None:
+        if addrs:
+            blocks.append((np.array(addrs, np.int64), np.array(sizes, np.int64)))
+            addrs.clear()
+            sizes.clear()
+
+    def flush() -> None:
+        flush_lists()
+        if blocks:
+            a, nb = blocks[0] if len(blocks) == 1 else (np.concatenate([b[0] for b in blocks]),
+                                                          np.concatenate([b[1] for b in blocks]))
+            out.append(cache.pattern_of(a, nb))
+            blocks.clear()
+
+    for rec in records:
+        t = type(rec)
+        if t is ScalarGm:
+            addrs.append(rec.addr)
+            sizes.append(rec.nbytes)
+        elif t is Repeat and rec.gm is not None:
+            gm = rec.gm
+            if type(gm) is GmRows and rec.n:
+                flush_lists()
+                a = _row_addresses([gm.row(i) for i in range(rec.n)])
+                blocks.append((a, np.full(len(a), gm.nbytes, np.int64)))
+            else:
+                for i in range(rec.n):
+                    for acc in gm(i):
+                        addrs.append(acc[0])
+                        sizes.append(acc[1])
+        elif with_dma and t is Dma:
+            flush()
+            cache.moved(rec)
+    flush()
+    return b"".join(out)
+
+
+def touch_walk(cache: DataCache, records: list) -> bytes:
+    """:func:`touch` access by access (:meth:`DataCache.pattern` on tuples): the reference the array
+    path is tested against, and what ``PhaseCompiler(walk_accesses=True)`` uses."""
     if cache.l2 is None:
         accesses = gm_accesses(records)
         return cache.pattern(accesses) if accesses else b""
@@ -324,6 +381,15 @@ def touch(cache: DataCache, records: list) -> bytes:
             if accesses:
                 out += cache.pattern(accesses)
     return bytes(out)
+
+
+def _row_addresses(rows: list[range]) -> np.ndarray:
+    """The addresses of ``rows`` (ranges), in order, as one int64 array."""
+    r0 = rows[0]
+    if all(r.step == r0.step and len(r) == len(r0) for r in rows):
+        starts = np.fromiter((r.start for r in rows), np.int64, len(rows))
+        return (starts[:, None] + np.arange(0, len(r0) * r0.step, r0.step, dtype=np.int64)).ravel()
+    return np.concatenate([np.arange(r.start, r.stop, r.step, dtype=np.int64) for r in rows])
 
 
 def _gm_traffic(records: list, with_dma: bool) -> bool:
