@@ -2,7 +2,7 @@
 :meth:`DataCache.pattern_of`) against the access-by-access walk it replaces (:func:`touch_walk`,
 :meth:`DataCache.pattern`, itself tested against :meth:`DataCache.access` in test_hw_repeat.py).
 
-Truth is the walk: for random mixes of explicit ScalarGm records, GmRows loops, loops declaring
+Truth is the walk: for random mixes of explicit ScalarGm records, GmRows and GmStrided loops, loops declaring
 their accesses as tuples and DataCopy calls (with and without L2 tracking), both must give the same
 outcome bytes and leave the same cache: lines in LRU order, hit, miss and L2-hit counters, the last
 miss's ``in_l2`` and the L2 lines.
@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import cgdr_des
 from cgdr_des.hw.dcache import DataCache, L2Lines
 from cgdr_des.hw.phase import PhaseCompiler, touch, touch_walk
-from cgdr_des.isa import DataCopyParams, Dma, GmRows, Repeat, Scalar, ScalarGm
+from cgdr_des.isa import DataCopyParams, Dma, GmRows, GmStrided, Repeat, Scalar, ScalarGm
 from cgdr_des.scenario import Scenario
 
 
@@ -44,9 +44,12 @@ ragged = st.builds(lambda n, base: Repeat(n, lambda i: [Scalar("alu")],
 tuples = st.builds(lambda n, base, nb: Repeat(
     n, lambda i: [Scalar("alu")], gm=lambda i, b=base, k=nb: ((b + 3 * i, k, False), (b + 90 * i, 2, True))),
     st.integers(0, 5), addr, st.integers(0, 70))
+strided = st.builds(lambda n, start, step, nbytes, store: Repeat(n, lambda i: [Scalar("alu")],
+                                                                 gm=GmStrided(start, step, nbytes, store)),
+                    st.integers(0, 70), addr, st.sampled_from([-2, 0, 2, 6, 64]), st.integers(1, 8), st.booleans())
 dma = st.builds(lambda a, blocks: Dma("GM2UB", 64 * blocks, DataCopyParams(blocks, 2, 1, 0), a, 0), addr,
                 st.integers(1, 4))
-records = st.lists(st.one_of(scalar_gm, rows, ragged, tuples, dma, st.just(Scalar("alu"))), max_size=25)
+records = st.lists(st.one_of(scalar_gm, rows, ragged, tuples, strided, dma, st.just(Scalar("alu"))), max_size=25)
 
 
 @settings(max_examples=300, deadline=None)

@@ -63,6 +63,7 @@ from cgdr_des.hw.profile import Profile
 from cgdr_des.isa import (
     Dma,
     GmRows,
+    GmStrided,
     Macro,
     PipeBarrier,
     Repeat,
@@ -322,7 +323,8 @@ def touch(cache: DataCache, records: list) -> bytes:
     """``records``' DataCopy calls and scalar GM accesses through ``cache``, in program order; the
     accesses' outcomes, one byte each (:meth:`DataCache.pattern`). The accesses between two DataCopy
     calls (all of them when L2 is not tracked) go through the cache as arrays (:meth:`DataCache.pattern_of`),
-    a :class:`~cgdr_des.isa.GmRows` loop's read row by row rather than access by access."""
+    a :class:`~cgdr_des.isa.GmRows` loop's row by row and a :class:`~cgdr_des.isa.GmStrided` loop's at
+    once, rather than access by access."""
     with_dma = cache.l2 is not None
     out: list[bytes] = []
     addrs: list[int] = []
@@ -354,6 +356,10 @@ def touch(cache: DataCache, records: list) -> bytes:
                 flush_lists()
                 a = _row_addresses([gm.row(i) for i in range(rec.n)])
                 blocks.append((a, np.full(len(a), gm.nbytes, np.int64)))
+            elif type(gm) is GmStrided:
+                flush_lists()
+                a = gm.start + gm.step * np.arange(rec.n, dtype=np.int64)
+                blocks.append((a, np.full(rec.n, gm.nbytes, np.int64)))
             else:
                 for i in range(rec.n):
                     for acc in gm(i):
