@@ -53,7 +53,7 @@ records = st.lists(st.one_of(scalar_gm, rows, ragged, tuples, strided, dma, st.j
 
 
 @settings(max_examples=300, deadline=None)
-@given(records, records, st.sampled_from([64, 256, 1024]), st.booleans())
+@given(records, records, st.sampled_from([64, 256, 1024, 4096]), st.booleans())
 def test_touch_by_arrays_is_the_walk(warm, batch, capacity, l2):
     """Same outcome bytes and the same cache afterwards, after a warm-up through the walk."""
     ref, mine = _cache(capacity, l2), _cache(capacity, l2)
@@ -100,3 +100,17 @@ def test_a_split_launch_s_frames_are_those_of_the_walk(monkeypatch, profile, sha
     for name in ("items", "cores", "summary"):
         pd.testing.assert_frame_equal(getattr(fast, name), getattr(exact, name))
     pd.testing.assert_frame_equal(fast.ops, exact.ops)
+
+
+def test_restore_takes_a_snapshot_back_in_place():
+    """snapshot() (tuples) and state() (copies) restore the same cache, into the same dict objects."""
+    dc = _cache(512, True)
+    moved = Dma("GM2UB", 256, DataCopyParams(2, 2, 1, 0), 0, 0)
+    touch_walk(dc, [moved, *(ScalarGm(64 * k, 2, False) for k in range(12))])
+    lines, l2_lines, before = dc.lines, dc.l2.lines, _state(dc)
+    saved, copied = dc.snapshot(), dc.state()
+    for back in (saved, copied):
+        touch_walk(dc, [ScalarGm(64 * k, 2, False) for k in range(40, 50)])
+        dc.restore(back)
+        assert dc.lines is lines and dc.l2.lines is l2_lines and _state(dc)[:4] == before[:4]
+        assert _state(dc)[5] == before[5]

@@ -203,7 +203,7 @@ class PhaseCompiler:
         cache = self.core_dcache(core)
         if not _gm_traffic(records, cache.l2 is not None):
             return None, partial(self.compile, records, core)
-        saved = cache.state()
+        saved = cache.snapshot()
         pattern = self._touch(cache, records)
 
         def compile_here() -> list:
