@@ -151,6 +151,11 @@ class DataCache:
         looked = np.ones(n, bool)   # pattern's test: within [lo, hi), the line the previous access ended in
         looked[1:] = (first[1:] != last[:-1]) | (last[1:] != last[:-1])
         idx = np.flatnonzero(looked)
+        if self.l2 is None and len(idx) > 8 and self._all_new(first[idx], last[idx]):
+            self.hits += n - len(idx)
+            out = np.ones(n, np.uint8)
+            out[idx] = 0
+            return out.tobytes()
         out = bytearray(b"\x01") * n
         lines, cap, l2 = self.lines, self.n_lines, self.l2
         to_end, evict = lines.move_to_end, lines.popitem
@@ -187,6 +192,25 @@ class DataCache:
         """What the cache holds: its lines in LRU order, its counters, and L2's lines."""
         l2_lines = None if self.l2 is None else self.l2.lines.copy()
         return self.lines.copy(), self.hits, self.misses, self.l2_hits, l2_lines
+
+    def _all_new(self, first: np.ndarray, last: np.ndarray) -> bool:
+        """If the lookups of lines ``first`` (each access within one line, ``last``) are of distinct
+        lines none of which is resident: miss them all (each line in turn the most recent, the
+        oldest evicted past capacity, as :meth:`access` does) and return True; else change nothing
+        and return False. A row read for the first time (most of a split launch's scalar reads)
+        costs a few set operations instead of a lookup per line."""
+        if not np.array_equal(first, last):
+            return False
+        new = first.tolist()
+        lines = self.lines
+        if not lines.keys().isdisjoint(new) or len(set(new)) != len(new):
+            return False
+        lines.update(dict.fromkeys(new))
+        evict = lines.popitem
+        for _ in range(len(lines) - self.n_lines):
+            evict(last=False)
+        self.misses += len(new)
+        return True
 
     def snapshot(self) -> tuple:
         """:meth:`state` with the lines as tuples: about three times cheaper to take, dearer to

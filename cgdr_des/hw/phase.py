@@ -326,6 +326,8 @@ def touch(cache: DataCache, records: list) -> bytes:
     a :class:`~cgdr_des.isa.GmRows` loop's row by row and a :class:`~cgdr_des.isa.GmStrided` loop's at
     once, rather than access by access."""
     with_dma = cache.l2 is not None
+    if not _gm_traffic(records, with_dma):     # most lists a program hands over (Tags, flags, DMAs)
+        return b""
     out: list[bytes] = []
     addrs: list[int] = []
     sizes: list[int] = []
