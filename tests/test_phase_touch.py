@@ -10,6 +10,7 @@ miss's ``in_l2`` and the L2 lines.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import given, settings
@@ -114,3 +115,31 @@ def test_restore_takes_a_snapshot_back_in_place():
         dc.restore(back)
         assert dc.lines is lines and dc.l2.lines is l2_lines and _state(dc)[:4] == before[:4]
         assert _state(dc)[5] == before[5]
+
+
+def test_lookups_decided_together_keep_the_walk_s_order():
+    """Eight resident lines read out of order all hit and end up most recent in that order; then
+    ten lines never seen all miss and evict the oldest: as the walk does."""
+    warm = [ScalarGm(64 * k, 2, False) for k in range(16)]
+    hits = [ScalarGm(64 * k, 2, False) for k in (15, 3, 7, 1, 9, 11, 13, 5, 0)]
+    misses = [ScalarGm(64 * k, 2, False) for k in range(100, 110)]
+    ref, mine = _cache(64 * 20, False), _cache(64 * 20, False)
+    for batch in (warm, hits, misses):
+        assert touch(mine, batch) == touch_walk(ref, batch)
+        assert _state(mine) == _state(ref)
+    assert list(mine.lines)[:4] == [14, 15, 3, 7] and (mine.hits, mine.misses) == (9, 26)   # 2..12 evicted
+
+
+@pytest.mark.parametrize("capacity", [256, 2048, 8192])
+def test_row_loops_agree_with_the_walk_batch_after_batch(capacity):
+    """Rows of 2-byte reads re-read, overlapping and evicting, batch after batch: outcomes and cache
+    equal at every step (lookups decided together and one by one alike)."""
+    rng = np.random.default_rng(5)
+    ref, mine = _cache(capacity, False), _cache(capacity, False)
+    for _ in range(60):
+        starts = rng.choice(np.arange(0, 40_000, 128), size=rng.integers(1, 12))
+        batch = [Repeat(len(starts), lambda i: [], gm=GmRows(lambda i, s=starts: range(int(s[i]), int(s[i]) + 256, 2),
+                                                             2, False))]
+        assert touch(mine, batch) == touch_walk(ref, batch)
+        assert _state(mine) == _state(ref)
+    assert 0 < ref.misses < ref.hits

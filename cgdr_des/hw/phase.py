@@ -331,20 +331,28 @@ def touch(cache: DataCache, records: list) -> bytes:
     out: list[bytes] = []
     addrs: list[int] = []
     sizes: list[int] = []
-    blocks: list[tuple] = []     # (addresses, sizes) arrays in program order, the lists' run included
+    blocks: list[tuple] = []     # (addresses, one size or sizes) in program order, the lists' run included
 
     def flush_lists() -> None:
         if addrs:
-            blocks.append((np.array(addrs, np.int64), np.array(sizes, np.int64)))
+            one = sizes[0]
+            blocks.append((np.array(addrs, np.int64), one if sizes.count(one) == len(sizes) else np.array(sizes)))
             addrs.clear()
             sizes.clear()
 
     def flush() -> None:
         flush_lists()
+        if len(blocks) > 1:
+            a = np.concatenate([b[0] for b in blocks])
+            each = [b[1] for b in blocks]
+            if all(type(x) is int for x in each) and each.count(each[0]) == len(each):
+                nb = each[0]
+            else:
+                nb = np.concatenate([np.full(len(b[0]), b[1], np.int64) if type(b[1]) is int else b[1]
+                                     for b in blocks])
+            blocks[:] = [(a, nb)]
         if blocks:
-            a, nb = blocks[0] if len(blocks) == 1 else (np.concatenate([b[0] for b in blocks]),
-                                                          np.concatenate([b[1] for b in blocks]))
-            out.append(cache.pattern_of(a, nb))
+            out.append(cache.pattern_of(*blocks[0]))
             blocks.clear()
 
     for rec in records:
@@ -356,12 +364,10 @@ def touch(cache: DataCache, records: list) -> bytes:
             gm = rec.gm
             if type(gm) is GmRows and rec.n:
                 flush_lists()
-                a = _row_addresses([gm.row(i) for i in range(rec.n)])
-                blocks.append((a, np.full(len(a), gm.nbytes, np.int64)))
+                blocks.append((_row_addresses([gm.row(i) for i in range(rec.n)]), int(gm.nbytes)))
             elif type(gm) is GmStrided:
                 flush_lists()
-                a = gm.start + gm.step * np.arange(rec.n, dtype=np.int64)
-                blocks.append((a, np.full(rec.n, gm.nbytes, np.int64)))
+                blocks.append((gm.start + gm.step * np.arange(rec.n, dtype=np.int64), int(gm.nbytes)))
             else:
                 for i in range(rec.n):
                     for acc in gm(i):
