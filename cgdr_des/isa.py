@@ -336,6 +336,36 @@ class Repeat:
     exp: Callable[[int], tuple[tuple[int, int], ...]] | None = None
 
 
+class GmRows:
+    """A :class:`Repeat`'s ``gm`` whose iteration ``i`` makes one scalar access of ``nbytes`` at each
+    address of ``row(i)`` (a ``range``), all loads or all stores (``store``): ``gm(i)`` lists them as
+    the Repeat contract says, and a consumer that wants only the addresses of many iterations (the
+    per-core data cache of ``phase`` fidelity) reads ``row`` instead of building a tuple per access."""
+
+    __slots__ = ("row", "nbytes", "store")
+
+    def __init__(self, row: Callable[[int], range], nbytes: int, store: bool) -> None:
+        self.row, self.nbytes, self.store = row, nbytes, store
+
+    def __call__(self, i: int) -> tuple[tuple[int, int, bool], ...]:
+        nbytes, store = self.nbytes, self.store
+        return tuple((a, nbytes, store) for a in self.row(i))
+
+
+class GmStrided:
+    """A :class:`Repeat`'s ``gm`` whose iteration ``i`` makes one scalar access of ``nbytes`` at
+    ``start + i * step`` (a row read one element per iteration): ``gm(i)`` as the Repeat contract
+    says, and the addresses of all iterations at once from ``start`` and ``step``."""
+
+    __slots__ = ("start", "step", "nbytes", "store")
+
+    def __init__(self, start: int, step: int, nbytes: int, store: bool) -> None:
+        self.start, self.step, self.nbytes, self.store = start, step, nbytes, store
+
+    def __call__(self, i: int) -> tuple[tuple[int, int, bool], ...]:
+        return ((self.start + i * self.step, self.nbytes, self.store),)
+
+
 def expand(records: list) -> list:
     """``records`` with every Repeat (nested too) replaced by its iterations' records."""
     if not any(type(r) is Repeat for r in records):

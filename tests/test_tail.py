@@ -269,7 +269,7 @@ def test_a_check_beyond_the_bound_warns_and_the_command_says_so(monkeypatch, tmp
 
 def test_a_split_shape_s_warning_says_why(monkeypatch):
     monkeypatch.setattr("cgdr_des.tail.study.CHECK_BOUND", 0.0)
-    with pytest.warns(UserWarning, match="splits V-tiles across cores, where the surrogate is measured up to 2.5 %"):
+    with pytest.warns(UserWarning, match="splits V-tiles across cores, where the surrogate is measured within 0.2 %"):
         run_study(scenario(shape=SPLIT, study={"batches": 10, "check_batches": 1}), policies=["round_robin"])
     monkeypatch.setattr("cgdr_des.tail.study.CHECK_BOUND", 1.0)  # nothing beyond the bound: no warning at all
     with warnings.catch_warnings():

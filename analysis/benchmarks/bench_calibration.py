@@ -1,29 +1,66 @@
-"""Calibration (the tail surrogate's item costs) per shipped profile, cold and from the on-disk cache.
+"""Calibration (the tail surrogate's item costs) per shipped profile, cold and from the on-disk cache;
+and, with ``--before REV``, the split-V-tile calibration and the qwen3_next_gqa_a2 run side by side
+with another revision of the package.
 
-For every profile in cgdr_des/hw/profiles/ the benchmark shape (Nk = Nv = 16, dk = dv = 128; on the
-48-core A2 profiles its V-tiles are split across cores), and the split-V-tile shape (16, 32, 128,
-128) on atlas-a2-910b2 (goal: <= 20 s CPU cold). ``cold``: an empty cache directory, nothing in the
-process's own cache; ``cached``: the same calibration in a fresh process state (the in-process cache
-cleared), read from the directory the cold run filled. CPU time (process_time: the machine is shared)
-and wall time, side by side in one run.
-Usage: python analysis/benchmarks/bench_calibration.py [PROFILE ...]   (default: every shipped profile)
+Table 1. For every profile in cgdr_des/hw/profiles/ the benchmark shape (Nk = Nv = 16, dk = dv = 128;
+on the 48-core A2 profiles its V-tiles are split across cores), and the split-V-tile shape (16, 32,
+128, 128) on atlas-a2-910b2 (goal: <= 20 s CPU cold). ``cold``: an empty cache directory, nothing in
+the process's own cache; ``cached``: the same calibration in a fresh process state (the in-process
+cache cleared), read from the directory the cold run filled. CPU time (process_time: the machine is
+shared) and wall time.
+
+Table 2 (``--before REV``). ``git archive REV`` of the package is unpacked into a temporary directory
+and the same jobs run in child processes on both trees, one after the other in this run (the
+revision's first, so the current tree's run sees the machine no quieter): the split calibration with
+the cache off, and ``simulate`` of scenarios/qwen3_next_gqa_a2.toml. Each child reports its own CPU
+time and wall time and a digest of its result; the digests must be equal (the speed-up changes no
+number).
+Usage: python analysis/benchmarks/bench_calibration.py [--before REV] [--only-split] [PROFILE ...]
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
+import subprocess
 import sys
+import tarfile
 import tempfile
 import time
+from io import BytesIO
+from pathlib import Path
 
-from cgdr_des import cost_cache
-from cgdr_des.hw import list_profiles, load_profile
-from cgdr_des.item_costs import measure_item_costs
-from cgdr_des.simulation import run_launch
-
+ROOT = Path(__file__).resolve().parents[2]
 BENCH = (16, 16, 128, 128)
 SPLIT = (16, 32, 128, 128)
 GOAL_CPU_SECONDS = 20.0
+
+#: A child's job: calibrate the split shape (cache off) or simulate the GQA scenario; prints JSON.
+CHILD = r"""
+import hashlib, json, sys, time
+job = sys.argv[1]
+import cgdr_des
+c0, w0 = time.process_time(), time.perf_counter()
+if job == "calibrate":
+    from cgdr_des import cost_cache
+    from cgdr_des.hw import load_profile
+    from cgdr_des.item_costs import measure_item_costs
+    from cgdr_des.simulation import run_launch
+    prof = load_profile("atlas-a2-910b2", {"flag_double_set": "counter"})
+    with cost_cache.settings(enabled=False):
+        costs = measure_item_costs(prof, 16, 32, 128, 128, True, 1, run_launch)
+    digest = json.dumps(cost_cache.canonical({k: getattr(costs, k) for k in costs.__dataclass_fields__}),
+                        sort_keys=True)
+else:
+    res = cgdr_des.simulate(cgdr_des.load_scenario(sys.argv[2]))
+    cores = res.cores.sort_values("core")
+    digest = json.dumps([int(res.summary["makespan_cycles"].iloc[0]), cores["finish"].tolist(),
+                         res.items["end"].tolist()])
+cpu, wall = time.process_time() - c0, time.perf_counter() - w0
+print(json.dumps({"cpu": cpu, "wall": wall, "digest": hashlib.sha256(digest.encode()).hexdigest()[:16],
+                  "package": cgdr_des.__file__}))
+"""
 
 
 def overrides(name: str) -> dict | None:
@@ -33,14 +70,21 @@ def overrides(name: str) -> dict | None:
 
 def timed(prof, shape) -> tuple[float, float, object]:
     """(CPU s, wall s, costs) of one calibration with the in-process cache cleared."""
+    from cgdr_des.item_costs import measure_item_costs
+    from cgdr_des.simulation import run_launch
+
     measure_item_costs.cache_clear()
     c0, w0 = time.process_time(), time.perf_counter()
     costs = measure_item_costs(prof, *shape, True, 1, run_launch)
     return time.process_time() - c0, time.perf_counter() - w0, costs
 
 
-def main(names: list[str]) -> None:
-    cases = [(n, BENCH) for n in names]
+def per_profile(names: list[str], only_split: bool) -> None:
+    """Table 1: cold and cached calibration per profile (and the split shape on atlas-a2-910b2)."""
+    from cgdr_des import cost_cache
+    from cgdr_des.hw import load_profile
+
+    cases = [] if only_split else [(n, BENCH) for n in names]
     if "atlas-a2-910b2" in names:
         cases.append(("atlas-a2-910b2", SPLIT))
     print(f"{'profile':<16} {'(nk, nv, dk, dv)':<20} {'split':>5} {'cold cpu s':>10} {'cold wall s':>11} "
@@ -59,5 +103,63 @@ def main(names: list[str]) -> None:
     print(f"(cores {os.cpu_count()}, one process; cached = lru cleared, entry read from disk)")
 
 
+def export(rev: str, into: Path) -> str:
+    """Unpack ``rev``'s cgdr_des package into ``into``; the revision's short hash."""
+    short = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", rev], check=True,
+                           capture_output=True, text=True).stdout.strip()
+    tar = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "cgdr_des"], check=True, capture_output=True).stdout
+    with tarfile.open(fileobj=BytesIO(tar)) as tf:
+        tf.extractall(into, filter="data")
+    return short
+
+
+def child(tree: Path, job: str) -> dict:
+    """Run one job in a fresh interpreter importing the package from ``tree``."""
+    env = {**os.environ, "PYTHONPATH": str(tree), "CGDR_DES_CACHE": "off"}
+    scenario = str(ROOT / "scenarios" / "qwen3_next_gqa_a2.toml")
+    out = subprocess.run([sys.executable, "-c", CHILD, job, scenario], env=env, check=True, capture_output=True,
+                         text=True, cwd=tempfile.gettempdir()).stdout
+    got = json.loads(out.strip().splitlines()[-1])
+    assert Path(got["package"]).resolve().is_relative_to(tree.resolve()), got["package"]
+    return got
+
+
+def side_by_side(rev: str) -> None:
+    """Table 2: the split calibration and the GQA run on ``rev`` and on this tree."""
+    with tempfile.TemporaryDirectory() as tmp:
+        short = export(rev, Path(tmp))
+        here = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "cgdr_des"], capture_output=True,
+                               text=True).stdout.strip()
+        label = f"this tree ({here}{'+edits' if dirty else ''})"
+        print(f"\n{'job':<34} {'tree':<26} {'cpu s':>7} {'wall s':>7} {'result digest':>17}")
+        for job, name in (("calibrate", "calibrate (16, 32, 128, 128) a2"), ("run", "run qwen3_next_gqa_a2")):
+            old, new = child(Path(tmp), job), child(ROOT, job)
+            for tree, r in ((f"before ({short})", old), (label, new)):
+                print(f"{name:<34} {tree:<26} {r['cpu']:>7.1f} {r['wall']:>7.1f} {r['digest']:>17}", flush=True)
+            same = "identical results" if old["digest"] == new["digest"] else "RESULTS DIFFER"
+            met = "met" if new["cpu"] <= GOAL_CPU_SECONDS else "MISSED"
+            goal = f"; goal <= {GOAL_CPU_SECONDS:.0f} s cpu: {met}" if job == "calibrate" else ""
+            print(f"{'':<34} before/after: cpu {old['cpu'] / new['cpu']:.2f}x, wall {old['wall'] / new['wall']:.2f}x; "
+                  f"{same}{goal}", flush=True)
+            assert old["digest"] == new["digest"]
+
+
+def main(argv: list[str]) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("profiles", nargs="*", help="shipped profiles for table 1 (default: all)")
+    ap.add_argument("--before", metavar="REV", help="also time the split calibration and the GQA run on REV")
+    ap.add_argument("--only-split", action="store_true", help="table 1: the split shape only")
+    ap.add_argument("--no-table", action="store_true", help="skip table 1")
+    args = ap.parse_args(argv)
+    if not args.no_table:
+        from cgdr_des.hw import list_profiles
+
+        per_profile(args.profiles or list_profiles(), args.only_split)
+    if args.before:
+        side_by_side(args.before)
+
+
 if __name__ == "__main__":
-    main(sys.argv[1:] or list_profiles())
+    main(sys.argv[1:])

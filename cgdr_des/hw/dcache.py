@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
+import numpy as np
+
 #: The outcome of an access that missed the DCache and found its lines in L2 (hits are True,
 #: misses to GM False).
 L2_HIT = 2
@@ -133,19 +135,131 @@ class DataCache:
         self.hits += n_hit
         return bytes(out)
 
+    def pattern_of(self, addr: np.ndarray, nbytes) -> bytes:
+        """:meth:`pattern` of accesses given as an int64 array of addresses and their sizes (an array,
+        or one int for all): the same outcomes, counters and cache afterwards. The within-line test
+        is made on the arrays at once, so only the accesses that leave the line the previous one
+        ended in (one per line along a row of 2-byte reads) are looked up, in order: all at once when
+        none of their lines is resident or all are (:meth:`_lookups_at_once`), else one by one."""
+        n = len(addr)
+        if not n:
+            return b""
+        lb = self.line_bytes
+        if type(nbytes) is int:
+            if nbytes < 1:
+                nbytes = np.full(n, nbytes, np.int64)
+            elif lb % nbytes == 0 and nbytes & (nbytes - 1) == 0 and not (addr & (nbytes - 1)).any():
+                # aligned accesses of a power-of-two size dividing the line: none crosses a line
+                first = addr >> (lb.bit_length() - 1) if lb & (lb - 1) == 0 else addr // lb
+                looked = np.ones(n, bool)
+                np.not_equal(first[1:], first[:-1], out=looked[1:])
+                idx = np.flatnonzero(looked)
+                ev = first[idx].tolist()
+                return self._at_once(idx, ev, n) or self._look_up(idx, ev, ev, addr, np.full(n, nbytes, np.int64), n)
+        nbytes = np.broadcast_to(np.asarray(nbytes, np.int64), (n,))
+        if nbytes.min() < 1:    # an empty access's within-line test differs from its line's: walk them
+            return self.pattern(list(zip(addr.tolist(), nbytes.tolist(), strict=True)))
+        first, last = addr // lb, (addr + nbytes - 1) // lb
+        looked = np.ones(n, bool)   # pattern's test: within [lo, hi), the line the previous access ended in
+        looked[1:] = (first[1:] != last[:-1]) | (last[1:] != last[:-1])
+        idx = np.flatnonzero(looked)
+        ev, ev_last = first[idx].tolist(), last[idx].tolist()
+        return (ev == ev_last and self._at_once(idx, ev, n)) or self._look_up(idx, ev, ev_last, addr, nbytes, n)
+
+    def _at_once(self, idx: np.ndarray, ev: list, n: int) -> bytes | None:
+        """The outcome bytes of ``n`` accesses whose lookups (accesses ``idx``, of lines ``ev``) are
+        decided together (:meth:`_lookups_at_once`), the others hits; None if they cannot be."""
+        hit = self._lookups_at_once(ev)
+        if hit is None:
+            return None
+        self.hits += n - len(idx)
+        if hit:
+            return b"\x01" * n
+        out = np.ones(n, np.uint8)
+        out[idx] = 0
+        return out.tobytes()
+
+    def _look_up(self, idx: np.ndarray, ev: list, ev_last: list, addr: np.ndarray, nbytes: np.ndarray,
+                 n: int) -> bytes:
+        """:meth:`pattern_of`'s lookups one by one: accesses ``idx`` of lines ``ev`` to ``ev_last``."""
+        out = bytearray(b"\x01") * n
+        lines, cap, l2 = self.lines, self.n_lines, self.l2
+        to_end, evict = lines.move_to_end, lines.popitem
+        hits, misses, l2_hits, in_l2 = n - len(idx), 0, 0, None
+        for k, f, lst, a, nb in zip(idx.tolist(), ev, ev_last, addr[idx].tolist(), nbytes[idx].tolist(), strict=True):
+            if f != lst:                    # an access across lines: access() decides and counts
+                self.hits, self.misses, self.l2_hits = self.hits + hits, self.misses + misses, self.l2_hits + l2_hits
+                if in_l2 is not None:
+                    self.in_l2 = in_l2
+                hits = misses = l2_hits = 0
+                out[k], in_l2 = self.outcome(a, nb), None
+                continue
+            if f in lines:
+                to_end(f)
+                hits += 1
+                continue
+            lines[f] = None
+            if len(lines) > cap:
+                evict(last=False)
+            misses += 1
+            in_l2 = l2 is not None and l2.holds(a, nb)
+            if in_l2:
+                l2_hits += 1
+                out[k] = L2_HIT
+            else:
+                out[k] = 0
+        self.hits, self.misses, self.l2_hits = self.hits + hits, self.misses + misses, self.l2_hits + l2_hits
+        if in_l2 is not None:
+            self.in_l2 = in_l2
+        return bytes(out)
+
     def state(self) -> tuple:
         """What the cache holds: its lines in LRU order, its counters, and L2's lines."""
         l2_lines = None if self.l2 is None else self.l2.lines.copy()
         return self.lines.copy(), self.hits, self.misses, self.l2_hits, l2_lines
 
+    def _lookups_at_once(self, lines_in_order: list) -> bool | None:
+        """Lookups of single lines, in order, decided together where LRU order cannot change an
+        outcome: if none of the lines is resident and none repeats, all miss (each in turn the
+        most recent, the oldest evicted past capacity, as :meth:`access` does: False); if all are
+        resident, all hit (hits evict nothing) and move to the end in turn (True). Counted as
+        :meth:`access` counts them; None, with nothing changed, otherwise. Only without L2 tracking
+        (a miss there also asks L2, line by line) and for eight lookups or more."""
+        lines = self.lines
+        if self.l2 is not None or len(lines_in_order) < 8:
+            return None
+        if lines.keys().isdisjoint(lines_in_order):
+            if len(set(lines_in_order)) != len(lines_in_order):
+                return None
+            lines.update(dict.fromkeys(lines_in_order))
+            evict = lines.popitem
+            for _ in range(len(lines) - self.n_lines):
+                evict(last=False)
+            self.misses += len(lines_in_order)
+            return False
+        if not lines.keys() >= set(lines_in_order):
+            return None
+        to_end = lines.move_to_end
+        for line in lines_in_order:
+            to_end(line)
+        self.hits += len(lines_in_order)
+        return True
+
+    def snapshot(self) -> tuple:
+        """:meth:`state` with the lines as tuples: about three times cheaper to take, dearer to
+        :meth:`restore` (for a state seldom gone back to: a phase occurrence's, kept in case it compiles)."""
+        l2_lines = None if self.l2 is None else tuple(self.l2.lines)
+        return tuple(self.lines), self.hits, self.misses, self.l2_hits, l2_lines
+
     def restore(self, saved: tuple) -> None:
-        """Back to a :meth:`state`, in place (a scan holding ``lines`` keeps seeing the cache)."""
+        """Back to a :meth:`state` or :meth:`snapshot`, in place (a scan holding ``lines`` keeps seeing
+        the cache)."""
         lines, self.hits, self.misses, self.l2_hits, l2_lines = saved
         self.lines.clear()
-        self.lines.update(lines)
+        self.lines.update(dict.fromkeys(lines) if type(lines) is tuple else lines)
         if l2_lines is not None:
             self.l2.lines.clear()
-            self.l2.lines.update(l2_lines)
+            self.l2.lines.update(dict.fromkeys(l2_lines) if type(l2_lines) is tuple else l2_lines)
 
     def hit_all(self, accesses) -> bool:
         """If every line of every ``(addr, nbytes, ...)`` access is resident: touch them in order and count

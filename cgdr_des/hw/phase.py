@@ -71,6 +71,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
 
+import numpy as np
+
 from cgdr_des.errors import KernelDiagnostic
 from cgdr_des.hw.compute_run import ComputeRunTimer, RunTiming
 from cgdr_des.hw.compute_state import COMPUTE_EVENTS
@@ -80,6 +82,8 @@ from cgdr_des.hw.machine import Machine
 from cgdr_des.hw.profile import Profile
 from cgdr_des.isa import (
     Dma,
+    GmRows,
+    GmStrided,
     Macro,
     PipeBarrier,
     Repeat,
@@ -206,6 +210,9 @@ class PhaseCompiler:
     #: calls of a DataCopy run apart (merge_dma_runs). False: the V-idle model of earlier versions,
     #: for the benchmark that measures what this costs and buys (analysis/benchmarks/bench_phase_variants.py)
     late_v = True
+    #: True: an occurrence's GM traffic goes through a core's cache access by access (:func:`touch_walk`,
+    #: the reference) rather than as arrays (:func:`touch`)
+    walk_accesses = False
 
     def __init__(self, profile: Profile, name: str = "compute", *, exact_machine: bool = False) -> None:
         self.profile, self.name = profile, name
@@ -242,7 +249,10 @@ class PhaseCompiler:
     def touch(self, records: list, core: int) -> bytes:
         """Pass ``records``' GM traffic through core ``core``'s own data cache: its DataCopy calls
         fill L2 (when tracked), its scalar accesses hit or miss; their outcomes (see :func:`touch`)."""
-        return touch(self.core_dcache(core), records)
+        return self._touch(self.core_dcache(core), records)
+
+    def _touch(self, cache: DataCache, records: list) -> bytes:
+        return touch_walk(cache, records) if self.walk_accesses else touch(cache, records)
 
     def occurrence(self, records: list, core: int) -> tuple[bytes | None, Callable[[], list]]:
         """One occurrence of a phase on core ``core``, for a per-core compile cache: its GM traffic
@@ -253,8 +263,8 @@ class PhaseCompiler:
         cache = self.core_dcache(core)
         if not _gm_traffic(records, cache.l2 is not None):
             return None, partial(self.compile, records, core)
-        saved = cache.state()
-        pattern = touch(cache, records)
+        saved = cache.snapshot()
+        pattern = self._touch(cache, records)
 
         def compile_here() -> list:
             after = cache.state()
@@ -428,7 +438,68 @@ def gm_accesses(records: list) -> list[tuple]:
 
 def touch(cache: DataCache, records: list) -> bytes:
     """``records``' DataCopy calls and scalar GM accesses through ``cache``, in program order; the
-    accesses' outcomes, one byte each (:meth:`DataCache.pattern`)."""
+    accesses' outcomes, one byte each (:meth:`DataCache.pattern`). The accesses between two DataCopy
+    calls (all of them when L2 is not tracked) go through the cache as arrays (:meth:`DataCache.pattern_of`),
+    a :class:`~cgdr_des.isa.GmRows` loop's row by row and a :class:`~cgdr_des.isa.GmStrided` loop's at
+    once, rather than access by access."""
+    with_dma = cache.l2 is not None
+    if not _gm_traffic(records, with_dma):     # most lists a program hands over (Tags, flags, DMAs)
+        return b""
+    out: list[bytes] = []
+    addrs: list[int] = []
+    sizes: list[int] = []
+    blocks: list[tuple] = []     # (addresses, one size or sizes) in program order, the lists' run included
+
+    def flush_lists() -> None:
+        if addrs:
+            one = sizes[0]
+            blocks.append((np.array(addrs, np.int64), one if sizes.count(one) == len(sizes) else np.array(sizes)))
+            addrs.clear()
+            sizes.clear()
+
+    def flush() -> None:
+        flush_lists()
+        if len(blocks) > 1:
+            a = np.concatenate([b[0] for b in blocks])
+            each = [b[1] for b in blocks]
+            if all(type(x) is int for x in each) and each.count(each[0]) == len(each):
+                nb = each[0]
+            else:
+                nb = np.concatenate([np.full(len(b[0]), b[1], np.int64) if type(b[1]) is int else b[1]
+                                     for b in blocks])
+            blocks[:] = [(a, nb)]
+        if blocks:
+            out.append(cache.pattern_of(*blocks[0]))
+            blocks.clear()
+
+    for rec in records:
+        t = type(rec)
+        if t is ScalarGm:
+            addrs.append(rec.addr)
+            sizes.append(rec.nbytes)
+        elif t is Repeat and rec.gm is not None:
+            gm = rec.gm
+            if type(gm) is GmRows and rec.n:
+                flush_lists()
+                blocks.append((_row_addresses([gm.row(i) for i in range(rec.n)]), int(gm.nbytes)))
+            elif type(gm) is GmStrided:
+                flush_lists()
+                blocks.append((gm.start + gm.step * np.arange(rec.n, dtype=np.int64), int(gm.nbytes)))
+            else:
+                for i in range(rec.n):
+                    for acc in gm(i):
+                        addrs.append(acc[0])
+                        sizes.append(acc[1])
+        elif with_dma and t is Dma:
+            flush()
+            cache.moved(rec)
+    flush()
+    return b"".join(out)
+
+
+def touch_walk(cache: DataCache, records: list) -> bytes:
+    """:func:`touch` access by access (:meth:`DataCache.pattern` on tuples): the reference the array
+    path is tested against, and what ``PhaseCompiler(walk_accesses=True)`` uses."""
     if cache.l2 is None:
         accesses = gm_accesses(records)
         return cache.pattern(accesses) if accesses else b""
@@ -441,6 +512,15 @@ def touch(cache: DataCache, records: list) -> bytes:
             if accesses:
                 out += cache.pattern(accesses)
     return bytes(out)
+
+
+def _row_addresses(rows: list[range]) -> np.ndarray:
+    """The addresses of ``rows`` (ranges), in order, as one int64 array."""
+    r0 = rows[0]
+    if all(r.step == r0.step and len(r) == len(r0) for r in rows):
+        starts = np.fromiter((r.start for r in rows), np.int64, len(rows))
+        return (starts[:, None] + np.arange(0, len(r0) * r0.step, r0.step, dtype=np.int64)).ravel()
+    return np.concatenate([np.arange(r.start, r.stop, r.step, dtype=np.int64) for r in rows])
 
 
 def _gm_traffic(records: list, with_dma: bool) -> bool:

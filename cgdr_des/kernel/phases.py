@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from cgdr_des.errors import KernelDiagnostic
-from cgdr_des.isa import DataCopyParams
+from cgdr_des.isa import DataCopyParams, GmStrided
 from cgdr_des.kernel import chunk_math as cm
 from cgdr_des.kernel import code_variants, overlap
 from cgdr_des.kernel.emit import (
@@ -264,8 +264,8 @@ def _attn_matrix_query_records(core, ch, cached: bool, out: list) -> None:
         if cached:
             lhs = a0 + FP32_BYTES * i * sh.dk
         else:
-            row = ((ch.t_start + i) * sh.nk + ch.qk_head) * sh.dk
-            out.extend(gm_load(gm.addr("query", row + d), 2) for d in range(sh.dk))
+            q = gm.addrs("query", ((ch.t_start + i) * sh.nk + ch.qk_head) * sh.dk, sh.dk)
+            loop(core, out, sh.dk, lambda d, q=q: [gm_load(q[d], 2)], gm=GmStrided(q.start, q.step, 2, False))
             out += [scalar("alu", sh.dk), scalar("ub_store", sh.dk), *S_V]
             lhs = d0
         if core.tiling.attn_dots == "row":

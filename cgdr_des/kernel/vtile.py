@@ -11,7 +11,7 @@ import numpy as np
 
 from cgdr_des.errors import KernelDiagnostic
 from cgdr_des.integers import ceil_align
-from cgdr_des.isa import AllocTensor, DataCopyExtParams, DataCopyParams, DeQue, EnQue, FreeTensor
+from cgdr_des.isa import AllocTensor, DataCopyExtParams, DataCopyParams, DeQue, EnQue, FreeTensor, GmRows
 from cgdr_des.kernel import chunk_math as cm
 from cgdr_des.kernel import code_variants as code
 from cgdr_des.kernel import overlap
@@ -132,7 +132,7 @@ def load_state_tile(core, ch, v_i: int, cv: int, out: list) -> None:
         return gm.addrs("initial_state", base + (v_i + v) * sh.dk, sh.dk)
 
     loop(core, out, cv, lambda v: [*(gm_load(a, 2) for a in state_row(v)), scalar("ub_store", sh.dk)],
-         gm=lambda v: tuple((a, 2, False) for a in state_row(v)))
+         gm=GmRows(state_row, 2, False))
     out.extend(S_V)
 
 
@@ -194,7 +194,7 @@ def compute_attn_inter(core, ch, out: list) -> None:
 
         loop(core, out, L, ub_row)
         return
-    loop(core, out, L, one_row, gm=lambda i: tuple((a, 2, False) for a in q_row(i)))
+    loop(core, out, L, one_row, gm=GmRows(q_row, 2, False))
 
 
 def accum_output(core, ch, out: list) -> None:
@@ -326,7 +326,7 @@ def _update_state_records(core, ch, out: list) -> None:
             recs += [gm_load(a, 2), ALU, *S_V, axpy, PB_V]
         return recs
 
-    loop(core, out, L, one_token, gm=lambda i: tuple((a, 2, False) for a in k_row(i)),
+    loop(core, out, L, one_token, gm=GmRows(k_row, 2, False),
          exp=lambda i: ((exps[i].alu, exps[i].div),))
 
 
@@ -361,5 +361,5 @@ def _final_state_records(core, ch, v_i: int, cv: int, out: list) -> None:
             recs += [UB_LOAD, gm_store(a, 2)]
         return recs
 
-    loop(core, out, cv, stores, gm=lambda v: tuple((a, 2, True) for a in state_row(v)))
+    loop(core, out, cv, stores, gm=GmRows(state_row, 2, True))
     out.append(FreeTensor(OUT_QUEUE))

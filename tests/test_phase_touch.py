@@ -1,0 +1,145 @@
+"""The per-core data cache's array path (:func:`cgdr_des.hw.phase.touch`,
+:meth:`DataCache.pattern_of`) against the access-by-access walk it replaces (:func:`touch_walk`,
+:meth:`DataCache.pattern`, itself tested against :meth:`DataCache.access` in test_hw_repeat.py).
+
+Truth is the walk: for random mixes of explicit ScalarGm records, GmRows and GmStrided loops, loops declaring
+their accesses as tuples and DataCopy calls (with and without L2 tracking), both must give the same
+outcome bytes and leave the same cache: lines in LRU order, hit, miss and L2-hit counters, the last
+miss's ``in_l2`` and the L2 lines.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import cgdr_des
+from cgdr_des.hw.dcache import DataCache, L2Lines
+from cgdr_des.hw.phase import PhaseCompiler, touch, touch_walk
+from cgdr_des.isa import DataCopyParams, Dma, GmRows, GmStrided, Repeat, Scalar, ScalarGm
+from cgdr_des.scenario import Scenario
+
+
+def _state(dc: DataCache) -> tuple:
+    l2 = None if dc.l2 is None else list(dc.l2.lines)
+    return list(dc.lines), dc.hits, dc.misses, dc.l2_hits, dc.in_l2, l2
+
+
+def _cache(capacity: int, l2: bool) -> DataCache:
+    return DataCache(64, capacity, L2Lines(512, 4096) if l2 else None)
+
+
+addr = st.integers(0, 3000)
+scalar_gm = st.builds(ScalarGm, addr, st.integers(0, 140), st.booleans())
+rows = st.builds(lambda n, start, count, step, nbytes, stride, store: Repeat(
+    n, lambda i: [Scalar("alu")],
+    gm=GmRows(lambda i, s=start, c=count, d=step, k=stride: range(s + k * i, s + k * i + c * d, d), nbytes, store)),
+    st.integers(0, 6), addr, st.integers(0, 40), st.sampled_from([1, 2, 4, 64, 100]), st.integers(1, 8),
+    st.sampled_from([-130, 0, 70, 256]), st.booleans())
+ragged = st.builds(lambda n, base: Repeat(n, lambda i: [Scalar("alu")],
+                                          gm=GmRows(lambda i, b=base: range(b, b + 2 * (i % 3), 2), 2, False)),
+                   st.integers(1, 6), addr)
+tuples = st.builds(lambda n, base, nb: Repeat(
+    n, lambda i: [Scalar("alu")], gm=lambda i, b=base, k=nb: ((b + 3 * i, k, False), (b + 90 * i, 2, True))),
+    st.integers(0, 5), addr, st.integers(0, 70))
+strided = st.builds(lambda n, start, step, nbytes, store: Repeat(n, lambda i: [Scalar("alu")],
+                                                                 gm=GmStrided(start, step, nbytes, store)),
+                    st.integers(0, 70), addr, st.sampled_from([-2, 0, 2, 6, 64]), st.integers(1, 8), st.booleans())
+dma = st.builds(lambda a, blocks: Dma("GM2UB", 64 * blocks, DataCopyParams(blocks, 2, 1, 0), a, 0), addr,
+                st.integers(1, 4))
+records = st.lists(st.one_of(scalar_gm, rows, ragged, tuples, strided, dma, st.just(Scalar("alu"))), max_size=25)
+
+
+@settings(max_examples=300, deadline=None)
+@given(records, records, st.sampled_from([64, 256, 1024, 4096]), st.booleans())
+def test_touch_by_arrays_is_the_walk(warm, batch, capacity, l2):
+    """Same outcome bytes and the same cache afterwards, after a warm-up through the walk."""
+    ref, mine = _cache(capacity, l2), _cache(capacity, l2)
+    touch_walk(ref, warm)
+    touch_walk(mine, warm)
+    assert touch(mine, batch) == touch_walk(ref, batch)
+    assert _state(mine) == _state(ref)
+
+
+def test_a_row_loop_reads_one_line_in_32_and_counts_every_access():
+    """A GmRows loop of 2-byte reads along 64-byte lines: one miss per line, every access counted."""
+    rep = Repeat(4, lambda i: [], gm=GmRows(lambda i: range(1000 * i, 1000 * i + 256, 2), 2, False))
+    dc = _cache(4096, False)
+    got = touch(dc, [rep])
+    line_starts = [k for k in range(4 * 128) if (1000 * (k // 128) + 2 * (k % 128)) % 64 == 0 or k % 128 == 0]
+    assert len(got) == 4 * 128 and [k for k, o in enumerate(got) if o == 0] == line_starts
+    assert (dc.hits, dc.misses) == (4 * 128 - len(line_starts), len(line_starts))
+
+
+def test_the_last_miss_s_l2_answer_survives_a_later_hit_across_lines():
+    """``in_l2`` is the last miss's: a miss found in L2, then a hit on two lines, leaves it True."""
+    warm = [ScalarGm(64, 2, False), ScalarGm(128, 2, False)]          # lines 1, 2: misses, not in L2
+    batch = [Dma("GM2UB", 512, DataCopyParams(1, 16, 0, 0), 0, 0), ScalarGm(0, 2, False), ScalarGm(120, 16, False)]
+    ref, mine = _cache(1024, True), _cache(1024, True)
+    for dc in (ref, mine):
+        touch_walk(dc, warm)
+    assert touch(mine, batch) == touch_walk(ref, batch) == bytes([2, 1])
+    assert _state(mine) == _state(ref) and mine.in_l2 is True
+
+
+@pytest.mark.parametrize("profile, shape, lengths, policy, l2", [
+    ("atlas-a2-910b2", {"nk": 1, "nv": 2, "dk": 64, "dv": 256}, [70, 3, 130], "round_robin", False),
+    ("atlas-300i-duo", {"nk": 1, "nv": 1, "dk": 64, "dv": 256}, [100, 66], "round_robin", True)])
+def test_a_split_launch_s_frames_are_those_of_the_walk(monkeypatch, profile, shape, lengths, policy, l2):
+    """Whole launches that split V-tiles (per-core caches): every frame equal, cycle for cycle."""
+    overrides = {**({"flag_double_set": "counter"} if profile.startswith("atlas-a2") else {}), "l2_scalar_hits": l2}
+    sc = Scenario.from_dict({"name": "t", "hardware": {"profile": profile, "overrides": overrides}, "shape": shape,
+                             "workload": {"lengths": lengths}, "kernel": {"policy": policy},
+                             "sim": {"numerics": "off", "trace": False, "fidelity": "phase"}})
+    fast = cgdr_des.simulate(sc)
+    monkeypatch.setattr(PhaseCompiler, "walk_accesses", True)
+    exact = cgdr_des.simulate(sc)
+    assert fast.meta["block_dim"] > 1 and (fast.items["vtile"] >= 0).any()     # split tiles on several cores
+    for name in ("items", "cores", "summary"):
+        pd.testing.assert_frame_equal(getattr(fast, name), getattr(exact, name))
+    pd.testing.assert_frame_equal(fast.ops, exact.ops)
+
+
+def test_restore_takes_a_snapshot_back_in_place():
+    """snapshot() (tuples) and state() (copies) restore the same cache, into the same dict objects."""
+    dc = _cache(512, True)
+    moved = Dma("GM2UB", 256, DataCopyParams(2, 2, 1, 0), 0, 0)
+    touch_walk(dc, [moved, *(ScalarGm(64 * k, 2, False) for k in range(12))])
+    lines, l2_lines, before = dc.lines, dc.l2.lines, _state(dc)
+    saved, copied = dc.snapshot(), dc.state()
+    for back in (saved, copied):
+        touch_walk(dc, [ScalarGm(64 * k, 2, False) for k in range(40, 50)])
+        dc.restore(back)
+        assert dc.lines is lines and dc.l2.lines is l2_lines and _state(dc)[:4] == before[:4]
+        assert _state(dc)[5] == before[5]
+
+
+def test_lookups_decided_together_keep_the_walk_s_order():
+    """Eight resident lines read out of order all hit and end up most recent in that order; then
+    ten lines never seen all miss and evict the oldest: as the walk does."""
+    warm = [ScalarGm(64 * k, 2, False) for k in range(16)]
+    hits = [ScalarGm(64 * k, 2, False) for k in (15, 3, 7, 1, 9, 11, 13, 5, 0)]
+    misses = [ScalarGm(64 * k, 2, False) for k in range(100, 110)]
+    ref, mine = _cache(64 * 20, False), _cache(64 * 20, False)
+    for batch in (warm, hits, misses):
+        assert touch(mine, batch) == touch_walk(ref, batch)
+        assert _state(mine) == _state(ref)
+    assert list(mine.lines)[:4] == [14, 15, 3, 7] and (mine.hits, mine.misses) == (9, 26)   # 2..12 evicted
+
+
+@pytest.mark.parametrize("capacity", [256, 2048, 8192])
+def test_row_loops_agree_with_the_walk_batch_after_batch(capacity):
+    """Rows of 2-byte reads re-read, overlapping and evicting, batch after batch: outcomes and cache
+    equal at every step (lookups decided together and one by one alike)."""
+    rng = np.random.default_rng(5)
+    ref, mine = _cache(capacity, False), _cache(capacity, False)
+    for _ in range(60):
+        starts = rng.choice(np.arange(0, 40_000, 128), size=rng.integers(1, 12))
+        batch = [Repeat(len(starts), lambda i: [], gm=GmRows(lambda i, s=starts: range(int(s[i]), int(s[i]) + 256, 2),
+                                                             2, False))]
+        assert touch(mine, batch) == touch_walk(ref, batch)
+        assert _state(mine) == _state(ref)
+    assert 0 < ref.misses < ref.hits
