@@ -18,7 +18,8 @@ reports). Whether a set is lost is known only once the previous set's consumptio
 decided then (:func:`drop_lost`) or, with nothing pending, when the set is recorded.
 
 Waiting is on SimPy events: a WaitFlag that finds no set recorded waits on ``Flag.waiter`` (triggered
-by the next set), and under ``stall`` a SetFlag on S that finds a set pending waits on
+by the next set; on a V or MTE pipe that is the pipe's :class:`~cgdr_des.hw.pipes.Pump`, which runs
+the pipe in place), and under ``stall`` a SetFlag on S that finds a set pending waits on
 ``Flag.set_waiter`` (triggered by the consumption).
 
 Event ids (docs/hardware.md row 24): per HardEvent a SimPy ``PriorityStore`` holding the ``n_ids``
@@ -100,15 +101,17 @@ class Flag:
 
     def wake(self) -> None:
         """A set was recorded: release the WaitFlag waiting for one, if any."""
-        if self.waiter is not None:
-            self.waiter.succeed()
+        waiter = self.waiter
+        if waiter is not None:      # cleared first: a pipe's pump may wait on this flag again at once
             self.waiter = None
+            waiter.succeed()
 
     def wake_setter(self) -> None:
         """A set was consumed: release the SetFlag waiting under ``stall``, if any."""
-        if self.set_waiter is not None:
-            self.set_waiter.succeed()
+        waiter = self.set_waiter
+        if waiter is not None:
             self.set_waiter = None
+            waiter.succeed()
 
     def __repr__(self) -> str:
         return f"Flag({self.event}({self.id}), pending sets={list(self.sets)})"
@@ -196,7 +199,7 @@ class EventIdPool:
 
     def alloc(self, event: str) -> int:
         """AllocEventID: take the lowest free id."""
-        return self._store(event, "AllocEventID").get().value
+        return self._store(event, "AllocEventID").get_now()
 
     def fetch(self, event: str) -> int:
         """FetchEventID: the lowest free id, left free."""
@@ -210,4 +213,4 @@ class EventIdPool:
         if eid is None or not 0 <= eid < self.n_ids:
             raise HwFault(f"ReleaseEventID<{event}>({eid}): id outside 0..{self.n_ids - 1}")
         if eid not in store.items:
-            store.put(eid)
+            store.put_now(eid)
