@@ -290,45 +290,55 @@ def mte_pipe(core, P: PipeState) -> Pump:
     q, popleft, rows_append = queue.items, queue.items.popleft, core.rows.append
     bar_op = "PipeBarrier:" + name
     submit = core.bus.submit
+    depth, ring, put_queue = queue.capacity, queue.ring, queue.put_queue
 
     def run_mte() -> None:
+        free, done, nd, busy, stall = P.free, P.done, P.n_deq, P.busy, P.stall
         while q:
             e = q[0]
             code, issued, rec, span, _, fl, _ = e
             if code == WAIT and not fl.sets:
                 break
             popleft()
-            a = arrival(P.free, issued)
-            if code != WAIT:            # a WaitFlag frees its slot when the pipe passes it (below)
-                queue.took(P.n_deq, a)
-            P.n_deq += 1
+            a = arrival(free, issued)
+            if code != WAIT:    # IssueQueue.took, inline (a WaitFlag frees its slot when passed, below)
+                ring[nd % depth] = a
+                if put_queue:
+                    trigger_put(queue, None)
+            nd += 1
             if code == DMA:
                 if rec.nbytes > 0:      # the pipe waits for its last byte: dma_done goes on
-                    P.outstanding, P.head = 1, e
-                    P.dma_start = a
+                    P.free, P.done, P.n_deq, P.busy, P.stall = free, done, nd, busy, stall
+                    P.outstanding, P.head, P.dma_start = 1, e, a
                     submit(a + e.first_byte, rec.nbytes, e.rate_cap, dma_done)
                     return
-                end = a + 1
-                op, elements, nbytes, work = DMA_OP[rec.direction], 0, rec.nbytes, end - a
-                P.free = end
+                end = free = a + 1
+                op, elements, nbytes, work = DMA_OP[rec.direction], 0, rec.nbytes, 1
             elif code == BAR:
                 end, op, elements, nbytes, work = a, bar_op, 0, 0, 0
             elif code == WAIT:
                 c, end, _, _ = _consume(fl, a, rule, core, e, 0)
-                P.stall += c - a
+                stall += c - a
                 op, elements, nbytes, work = WAIT_OP[fl.event], fl.id, 0, f
-                P.free = end
-                queue.took(P.n_deq - 1, end)
+                free = end
+                ring[(nd - 1) % depth] = end
+                if put_queue:
+                    trigger_put(queue, None)
             else:  # SET: everything earlier on an MTE pipe has completed (DMAs hold the pipe)
-                _, P.free, end, _, _ = flag_set(a, a, P.done, f, 0)
+                _, free, end, _, _ = flag_set(a, a, done, f, 0)
                 _record_set(fl, end, rule, core, e)
                 op, elements, nbytes, work = SET_OP[fl.event], fl.id, 0, f
-            P.busy += work
-            if end > P.done:
-                P.done = end
-            span.add(a, end)
+            busy += work
+            if end > done:
+                done = end
+            if a < span.start:      # Span.add, inline
+                span.start = a
+            if end > span.end:
+                span.end = end
+            span.n += 1
             if keep:
                 rows_append((cid, name, op, span, a, end, elements, nbytes))
+        P.free, P.done, P.n_deq, P.busy, P.stall = free, done, nd, busy, stall
         _idle(P, pump)
 
     def dma_done(tr) -> None:
