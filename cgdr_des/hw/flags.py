@@ -178,18 +178,28 @@ class FlagTable:
         return row[eid]
 
 
+_HARD_EVENT_SET = frozenset(HARD_EVENTS)
+
+
 class EventIdPool:
     """TPipe's event ids of one core: one SimPy PriorityStore of free ids per HardEvent."""
 
     def __init__(self, env, n_ids: int) -> None:
-        self.n_ids = n_ids
-        self.free = {}
-        for ev in HARD_EVENTS:
-            store = self.free[ev] = GrantPriorityStore(env, capacity=n_ids)
-            store.items = list(range(n_ids))        # already a heap: every id free at launch
+        self.env, self.n_ids = env, n_ids
+        #: HardEvent -> its store, made on the event's first use (a program uses a few of the 18, and
+        #: a machine makes one pool per core per run)
+        self.free: dict[str, GrantPriorityStore] = {}
+
+    def _made(self, event: str) -> GrantPriorityStore | None:
+        """The store of ``event`` (made now with every id free if it is a HardEvent); None if it is not."""
+        store = self.free.get(event)
+        if store is None and event in _HARD_EVENT_SET:
+            store = self.free[event] = GrantPriorityStore(self.env, capacity=self.n_ids)
+            store.items = list(range(self.n_ids))    # already a heap: every id free at launch
+        return store
 
     def _store(self, event: str, what: str) -> GrantPriorityStore:
-        store = self.free.get(event)
+        store = self._made(event)
         if store is None:
             raise HwFault(f"unknown HardEvent {event!r}; allowed: {', '.join(HARD_EVENTS)}")
         if not store.items:
@@ -207,7 +217,7 @@ class EventIdPool:
 
     def release(self, event: str, eid: int) -> None:
         """Return the id. Releasing a free id is harmless on hardware, so it is allowed."""
-        store = self.free.get(event)
+        store = self._made(event)
         if store is None:
             raise HwFault(f"unknown HardEvent {event!r}; allowed: {', '.join(HARD_EVENTS)}")
         if eid is None or not 0 <= eid < self.n_ids:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from cgdr_des.hw.diagnostics import HwFault, at
 from cgdr_des.hw.flags import DOUBLE_SET, EVENTS, double_set_at_wait, record_set
-from cgdr_des.hw.records import BAR, ENTRY_TYPES, MAC, SET, VEC, WAIT, MacroEntry, MacroTally, new_entry
+from cgdr_des.hw.records import BAR, ENTRY_TYPES, MAC, SET, VEC, WAIT, MacroEntry, MacroTally, Span, new_entry
 from cgdr_des.hw.rules import (
     flag_wait,
     hand_over,
@@ -255,7 +255,7 @@ def scalar_unit(core, program):
     V, depth, pipes_get, routes, disp, api = su.V, su.depth, core.pipes.get, su.routes, su.disp, su.api
     scalar_gm_, set_flag, wait_flag, vp, kinds, keep = su.scalar_gm, su.set_flag, su.wait_flag, su.vp, su.kinds, su.keep
     t, idx, span, cnt, n_vec, n_bar = su.t, -1, su.span, su.cnt, 0, 0
-    dirty = su.dirty
+    dirty, counts_get, spans_append = su.dirty, core.counts.get, core.spans.append
     for rec in program:
         idx += 1
         typ = type(rec)
@@ -315,7 +315,14 @@ def scalar_unit(core, program):
         elif typ is Tag:        # a new span (phase fidelity's programs are one fifth Tags)
             if n_vec or n_bar:
                 n_vec = n_bar = _add_counts(cnt, n_vec, n_bar)
-            span, cnt = su.span, su.cnt = core.open_span(rec)
+            cnt = counts_get(rec.phase)
+            if cnt is None:     # the phase's first Tag on this core
+                span, cnt = core.open_span(rec)
+            else:               # Core.open_span, inline
+                span = Span(rec.phase, rec.batch, rec.head, rec.vtile, rec.chunk)
+                spans_append(span)
+                cnt["Tag"] += 1
+            su.span, su.cnt = span, cnt
             continue
         elif isinstance(rec, Macro):      # phase fidelity: its V part to V, then S busy s_cycles
             su.idx, v_start = idx, rec.v_start
