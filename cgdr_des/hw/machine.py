@@ -56,7 +56,8 @@ class MachineRun:
     blocked time shows) to when the pipe moves on, a SetFlag from its arrival to when it fires.
     ``elements`` is the element count (Scalar: its count; SetFlag/WaitFlag: the event id),
     ``bytes`` the DMA or ScalarGm bytes. Labels come from the core's last Tag ("" and -1 before
-    any). Rows are grouped by the process (pipe) that produced them, each in start order.
+    any). Rows come in the order the scalar unit and the pipes executed them (interleaved as the
+    pipes' pumps ran), each pipe's rows in start order.
 
     ``span_columns`` (and, as tuples, ``spans``): one entry per Tag segment per core that has ops
     (:data:`SPAN_COLUMNS`, one numpy column each): start = min
