@@ -27,8 +27,10 @@ RECORD_NAMES = {"seg", "span", "e_span", "e", "entry", "head", "block", "info", 
 #: methods returning a record (``st.scalars()``)
 RECORD_CALLS = {"scalars", "totals", "apply"}
 #: (module, function) -> how many positional unpackings of a record it may make: the pipes' loops
-#: unpack each queue entry once, the timer's loop its scalar state on entry and after each flag
+#: unpack each queue entry once (the V and MTE loops in their pumps' ``run_v`` / ``run_mte``, nested
+#: in ``vector_pipe`` / ``mte_pipe``), the timer's loop its scalar state on entry and after each flag
 UNPACKED_IN = {("hw/pipes.py", "vector_pipe"): 1, ("hw/pipes.py", "mte_pipe"): 1, ("hw/pipes.py", "fixed_pipe"): 1,
+               ("hw/pipes.py", "run_v"): 1, ("hw/pipes.py", "run_mte"): 1,
                ("hw/compute_run.py", "_walk"): 2}
 
 

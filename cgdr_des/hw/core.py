@@ -1,10 +1,13 @@
-"""One vector core (AIV): the scalar unit and the V, MTE2, MTE3 pipes, each a SimPy process.
+"""One vector core (AIV): the scalar unit (a SimPy process) and the V, MTE2, MTE3 pipes.
 
 Processes and resources of one core (all on the machine's one ``simpy.Environment``):
 
 - the **scalar unit** (:mod:`.scalar`) walks the program and hands instructions to the pipes;
 - **V, MTE2, MTE3** (:mod:`.pipes`) each drain an in-order **issue queue**
-  (:class:`~cgdr_des.hw.queues.IssueQueue`, a SimPy resource of ``queue_depth`` slots);
+  (:class:`~cgdr_des.hw.queues.IssueQueue`, a SimPy resource of ``queue_depth`` slots). Each is a
+  loop run by its :class:`~cgdr_des.hw.pipes.Pump`, which waits where a process would wait on an
+  event (the queue's get, a flag's set, the GM bus's end of its DMA) and runs the loop in place
+  when triggered: a pipe costs no SimPy event of its own;
 - **flags** (:mod:`.flags`): a WaitFlag whose set is not recorded waits on the flag's SimPy event;
 - **event ids** (:class:`~cgdr_des.hw.flags.EventIdPool`): a SimPy ``PriorityStore`` of free ids per
   HardEvent; **TQue buffers** (:mod:`.tque`): a SimPy ``Resource`` of BUFFER_NUM per TQue;
@@ -22,8 +25,9 @@ machine keeps the invariant that a process's clock is >= ``env.now`` whenever it
 phase is known to the bus by the env time it starts, and a transfer's completion is delivered at env
 time == completion.
 
-Why it is fast: instructions that need nothing from another process cost no SimPy event; a core
-uses one event per blocking wait (about one per queue-full of instructions, or per V->S round trip).
+Why it is fast: instructions that need nothing from another process cost no SimPy event; the scalar
+unit uses one event per blocking wait (about one per queue-full of instructions, per V->S round trip,
+or per PipeBarrier<ALL> behind a DMA), and the pipes none (their pumps run in the caller's call).
 Deadlock: when SimPy's schedule runs dry while a core still has work, nothing can ever change, and
 the machine reports what each waiting process waits for (see :meth:`Core.blocked`).
 """
@@ -76,14 +80,16 @@ class Core:
         self.buffers = BufferLog()
 
     def start(self, errors: list) -> None:
-        """Start the core's four processes. An exception one raises (a diagnostic, or one from the
-        program's own generator) is appended to ``errors`` instead of propagating: SimPy would re-raise
-        a reconstructed copy, which breaks exceptions whose constructor takes other arguments than
-        their message (InputError)."""
+        """Start the core's scalar unit (a SimPy process) and set its pipes' pumps waiting for their
+        first entries (:class:`~cgdr_des.hw.pipes.Pump`). An exception the scalar unit raises (a
+        diagnostic, or one from the program's own generator, or from a pipe its hand-over ran) is
+        appended to ``errors`` instead of propagating: SimPy would re-raise a reconstructed copy, which
+        breaks exceptions whose constructor takes other arguments than their message (InputError). One
+        a pipe raises when the GM bus ends its DMA propagates from the bus's SimPy callback unchanged."""
         env, self.errors = self.env, errors
-        gens = [scalar_unit(self, self.program)]
-        gens += [vector_pipe(self, P) if P.name == "V" else mte_pipe(self, P) for P in self.pipe_list]
-        self.processes = [env.process(_reporting(g, errors)) for g in gens]
+        for P in self.pipe_list:    # V, MTE2, MTE3: idle until the scalar unit hands them an entry
+            P.q.get_queue.append(vector_pipe(self, P) if P.name == "V" else mte_pipe(self, P))
+        self.processes = [env.process(_reporting(scalar_unit(self, self.program), errors))]
 
     def pipe(self, name: str) -> PipeState:
         """The pipe ``name``; MTE1 and M (a Cube-era program's) are made and started on first use."""
@@ -153,6 +159,9 @@ class Core:
         for P in self.pipe_list:
             P.q.unhook()
             P.drain_ev = P.head = None
+        for row in self.flags.table.values():   # a pipe's pump waiting on a flag refers back to the core
+            for fl in row:
+                fl.waiter = fl.set_waiter = None
         self.processes = []
         self.program = None
 
@@ -207,7 +216,7 @@ def _describe_s(su: ScalarUnit | None) -> str:
     elif su.wait_kind == "room":
         what = f"waits for a free slot in the full {obj.name} queue ({len(obj.q.items)} entries)"
     else:
-        what = f"waits in PipeBarrier<ALL> for {', '.join(obj)} to drain"
+        what = f"waits in PipeBarrier<ALL> for {', '.join(p.name for p in obj if not p.drained)} to drain"
     return f"{what}, at record #{su.idx} ({tag_text(su.span)})"
 
 

@@ -18,7 +18,8 @@ reports). Whether a set is lost is known only once the previous set's consumptio
 decided then (:func:`drop_lost`) or, with nothing pending, when the set is recorded.
 
 Waiting is on SimPy events: a WaitFlag that finds no set recorded waits on ``Flag.waiter`` (triggered
-by the next set), and under ``stall`` a SetFlag on S that finds a set pending waits on
+by the next set; on a V or MTE pipe that is the pipe's :class:`~cgdr_des.hw.pipes.Pump`, which runs
+the pipe in place), and under ``stall`` a SetFlag on S that finds a set pending waits on
 ``Flag.set_waiter`` (triggered by the consumption).
 
 Event ids (docs/hardware.md row 24): per HardEvent a SimPy ``PriorityStore`` holding the ``n_ids``
@@ -100,15 +101,17 @@ class Flag:
 
     def wake(self) -> None:
         """A set was recorded: release the WaitFlag waiting for one, if any."""
-        if self.waiter is not None:
-            self.waiter.succeed()
+        waiter = self.waiter
+        if waiter is not None:      # cleared first: a pipe's pump may wait on this flag again at once
             self.waiter = None
+            waiter.succeed()
 
     def wake_setter(self) -> None:
         """A set was consumed: release the SetFlag waiting under ``stall``, if any."""
-        if self.set_waiter is not None:
-            self.set_waiter.succeed()
+        waiter = self.set_waiter
+        if waiter is not None:
             self.set_waiter = None
+            waiter.succeed()
 
     def __repr__(self) -> str:
         return f"Flag({self.event}({self.id}), pending sets={list(self.sets)})"
@@ -175,18 +178,28 @@ class FlagTable:
         return row[eid]
 
 
+_HARD_EVENT_SET = frozenset(HARD_EVENTS)
+
+
 class EventIdPool:
     """TPipe's event ids of one core: one SimPy PriorityStore of free ids per HardEvent."""
 
     def __init__(self, env, n_ids: int) -> None:
-        self.n_ids = n_ids
-        self.free = {}
-        for ev in HARD_EVENTS:
-            store = self.free[ev] = GrantPriorityStore(env, capacity=n_ids)
-            store.items = list(range(n_ids))        # already a heap: every id free at launch
+        self.env, self.n_ids = env, n_ids
+        #: HardEvent -> its store, made on the event's first use (a program uses a few of the 18, and
+        #: a machine makes one pool per core per run)
+        self.free: dict[str, GrantPriorityStore] = {}
+
+    def _made(self, event: str) -> GrantPriorityStore | None:
+        """The store of ``event`` (made now with every id free if it is a HardEvent); None if it is not."""
+        store = self.free.get(event)
+        if store is None and event in _HARD_EVENT_SET:
+            store = self.free[event] = GrantPriorityStore(self.env, capacity=self.n_ids)
+            store.items = list(range(self.n_ids))    # already a heap: every id free at launch
+        return store
 
     def _store(self, event: str, what: str) -> GrantPriorityStore:
-        store = self.free.get(event)
+        store = self._made(event)
         if store is None:
             raise HwFault(f"unknown HardEvent {event!r}; allowed: {', '.join(HARD_EVENTS)}")
         if not store.items:
@@ -196,7 +209,7 @@ class EventIdPool:
 
     def alloc(self, event: str) -> int:
         """AllocEventID: take the lowest free id."""
-        return self._store(event, "AllocEventID").get().value
+        return self._store(event, "AllocEventID").get_now()
 
     def fetch(self, event: str) -> int:
         """FetchEventID: the lowest free id, left free."""
@@ -204,10 +217,10 @@ class EventIdPool:
 
     def release(self, event: str, eid: int) -> None:
         """Return the id. Releasing a free id is harmless on hardware, so it is allowed."""
-        store = self.free.get(event)
+        store = self._made(event)
         if store is None:
             raise HwFault(f"unknown HardEvent {event!r}; allowed: {', '.join(HARD_EVENTS)}")
         if eid is None or not 0 <= eid < self.n_ids:
             raise HwFault(f"ReleaseEventID<{event}>({eid}): id outside 0..{self.n_ids - 1}")
         if eid not in store.items:
-            store.put(eid)
+            store.put_now(eid)

@@ -56,7 +56,8 @@ class MachineRun:
     blocked time shows) to when the pipe moves on, a SetFlag from its arrival to when it fires.
     ``elements`` is the element count (Scalar: its count; SetFlag/WaitFlag: the event id),
     ``bytes`` the DMA or ScalarGm bytes. Labels come from the core's last Tag ("" and -1 before
-    any). Rows are grouped by the process (pipe) that produced them, each in start order.
+    any). Rows come in the order the scalar unit and the pipes executed them (interleaved as the
+    pipes' pumps ran), each pipe's rows in start order.
 
     ``span_columns`` (and, as tuples, ``spans``): one entry per Tag segment per core that has ops
     (:data:`SPAN_COLUMNS`, one numpy column each): start = min
@@ -72,7 +73,7 @@ class MachineRun:
     pulled records, a Macro as one).
     """
 
-    ops: list[tuple]
+    op_rows: list[tuple] = field(repr=False)
     span_columns: dict
     cores: list[dict]
     counts: list[Counter]
@@ -80,6 +81,17 @@ class MachineRun:
     gm_bytes_read: int
     gm_bytes_written: int
     profile: Profile = field(repr=False)
+    _ops: list[tuple] | None = field(default=None, init=False, repr=False)
+
+    @property
+    def ops(self) -> list[tuple]:
+        """The ops rows (:data:`OP_COLUMNS` tuples), built on first read from the processes' compact
+        rows ``(core, pipe, op, span, start, end, elements, bytes)``, which name the span instead of
+        copying its five labels: an op call that never reads them never pays for the copies."""
+        if self._ops is None:
+            self._ops = [_op_row(*r) for r in self.op_rows]
+            self.op_rows = []
+        return self._ops
 
     @property
     def spans(self) -> list[tuple]:
@@ -134,7 +146,7 @@ class Machine:
             for core in cores:
                 core.release()
         stats = _with_all_keys([c.stats() for c in cores])
-        return MachineRun(ops=rows, span_columns=_span_columns(cores), cores=stats,
+        return MachineRun(op_rows=rows, span_columns=_span_columns(cores), cores=stats,
                           counts=[c.counter() for c in cores], makespan=max(s["finish"] for s in stats),
                           gm_bytes_read=sum(c.gm_read for c in cores),
                           gm_bytes_written=sum(c.gm_written for c in cores), profile=self.profile)
@@ -159,6 +171,11 @@ def _span_columns(cores: list[Core]) -> dict:
         del spans
         c.spans.clear()
     return {name: np.concatenate(parts) if parts else np.zeros(0, np.int64) for name, parts in cols.items()}
+
+
+def _op_row(cid: int, pipe: str, op: str, span, start: int, end: int, elements: int, nbytes: int) -> tuple:
+    """One :data:`OP_COLUMNS` row from a compact row (the span's labels read now: they never change)."""
+    return (cid, pipe, op, span.phase, span.batch, span.head, span.vtile, span.chunk, start, end, elements, nbytes)
 
 
 def _with_all_keys(stats: list[dict]) -> list[dict]:

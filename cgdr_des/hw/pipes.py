@@ -1,12 +1,15 @@
-"""The V, MTE2 and MTE3 pipes of one core: SimPy processes draining in-order queues on their own clocks.
+"""The V, MTE2 and MTE3 pipes of one core: loops draining in-order queues on their own clocks.
 
-Each pipe is a SimPy process (see :mod:`cgdr_des.hw.core`) that takes entries
+Each pipe is a loop (see :mod:`cgdr_des.hw.core`) that takes entries
 (:class:`~cgdr_des.hw.records.Entry`) from its :class:`~cgdr_des.hw.queues.IssueQueue` in order, gives
-each a start and an end in cycles by the rules of :mod:`cgdr_des.hw.rules`, and yields a SimPy event
-only when it cannot go on: the queue is empty (:meth:`~cgdr_des.hw.queues.IssueQueue.get`), the head is
-a WaitFlag whose flag has no set recorded yet (:meth:`~cgdr_des.hw.flags.Flag.wait_set`), or (MTE) a
-DMA's data has not finished moving (the transfer's completion event, triggered by the GM bus). An
-entry starts at its :func:`~cgdr_des.hw.rules.arrival`; then
+each a start and an end in cycles by the rules of :mod:`cgdr_des.hw.rules`, and stops only when it
+cannot go on: the queue is empty, the head is a WaitFlag whose flag has no set recorded yet, or (MTE)
+a DMA's data has not finished moving. It then leaves its :class:`Pump` where a SimPy process would
+leave an event -- in the queue's ``get_queue``, as the flag's ``waiter``, as the GM bus's callback of
+the transfer -- and whoever would trigger that event (the scalar unit's hand-over, a pipe's SetFlag,
+the bus at env time == the DMA's completion) runs the loop on in its own call. The Cube-era MTE1 and M
+pipes (:func:`fixed_pipe`) are SimPy processes that wait on those events. An entry starts at its
+:func:`~cgdr_des.hw.rules.arrival`; then
 
 - ``VEC``: :func:`~cgdr_des.hw.rules.vec_op` (pipelined: free again when the issue ends);
 - ``BAR`` (PipeBarrier<X>): :func:`~cgdr_des.hw.rules.barrier` (held until every earlier
@@ -47,7 +50,7 @@ class PipeState:
     back by the pipe whenever it yields."""
 
     __slots__ = ("name", "q", "n_deq", "free", "done", "busy", "stall", "outstanding", "head", "first",
-                 "drain_ev")
+                 "drain_ev", "cov", "dma_start")
 
     def __init__(self, env, name: str, depth: int, t0: int) -> None:
         self.name = name
@@ -61,6 +64,8 @@ class PipeState:
         self.head: Entry | None = None  # the entry the pipe is blocked on, for diagnostics
         self.first = None              # start cycle of the pipe's first instruction (V only)
         self.drain_ev = None           # event a PipeBarrier<ALL> waits on until the pipe drains
+        self.cov = t0                  # end of the union of V's work intervals so far (busy)
+        self.dma_start = t0            # start cycle of the DMA in flight (MTE)
 
     @property
     def drained(self) -> bool:
@@ -81,12 +86,49 @@ SET_OP = {ev: "SetFlag:" + ev for ev in HARD_EVENTS}
 WAIT_OP = {ev: "WaitFlag:" + ev for ev in HARD_EVENTS}
 
 
-def vector_pipe(core, P: PipeState):
-    """The V pipe process: one pass of the inner loop per V instruction of the whole program, so
-    its clock and totals live in locals (written back to ``P`` when it yields).
+class Pump:
+    """Where a V or MTE pipe waits, in place of a SimPy event: triggering it (``succeed``, as a flag's
+    set or a hand-over triggers a waiting event) runs the pipe's loop at once, in the caller's call.
+
+    Why this is exact: the pipes compute every cycle from their own clocks and the cycles stamped on
+    what they consume, never from ``env.now`` (:mod:`.core`), so running a pipe the moment its input
+    appears gives the cycles a scheduled resumption would; and a DMA is still submitted at an env time
+    no later than its start (its start is at least the cycle of what released it, which is at least
+    ``env.now``). A pump is registered only while its pipe is idle (queue empty, head WaitFlag
+    without a set, or a DMA in flight), so it is never triggered while its loop runs."""
+
+    __slots__ = ("run", "callbacks")
+
+    def __init__(self, run) -> None:
+        self.run, self.callbacks = run, None
+
+    def succeed(self, value=None) -> None:
+        """Run the pipe until it must wait again."""
+        self.run()
+
+
+def _idle(P: PipeState, pump: Pump) -> None:
+    """The pipe cannot go on: ``pump`` waits on its head WaitFlag's set or (queue empty: the pipe is
+    drained, which releases a PipeBarrier<ALL>) on the next hand-over."""
+    q = P.q.items
+    if q:
+        P.head = head = q[0]
+        head.a.waiter = pump        # the flag of a WAIT entry
+        return
+    P.head = None
+    if P.drain_ev is not None:
+        ev, P.drain_ev = P.drain_ev, None
+        ev.succeed()
+    P.q.get_queue.append(pump)
+
+
+def vector_pipe(core, P: PipeState) -> Pump:
+    """The V pipe: its loop, run by its :class:`Pump` whenever an entry or a set it waits for arrives;
+    one pass of the inner loop per V instruction, its clock and totals in locals (written back to
+    ``P`` when it stops).
 
     Span bookkeeping is accumulated per span (``span``, ``span_end``, ``span_k``: ``nd`` when it
-    began) and flushed when the span changes or the pipe yields: V sees spans in program order and
+    began) and flushed when the span changes or the pipe stops: V sees spans in program order and
     its starts never decrease, so a span's first V start is its smallest. Branches are ordered by
     how often the kernel's V entries take them (VEC, BAR, WAIT, SET; MAC and FIXED are rare), and
     an ops row's label is made only when ops are kept (:func:`_v_row`)."""
@@ -97,10 +139,13 @@ def vector_pipe(core, P: PipeState):
     queue = P.q
     q, ring, put_queue = queue.items, queue.ring, queue.put_queue
     popleft = q.popleft
-    free = done = cov = P.free
-    nd = busy = stall = span_k = span_end = 0
-    span = None
-    while True:
+    P.cov = P.free
+    cid, rows_append = core.cid, core.rows.append
+
+    def run_v() -> None:
+        free, done, cov, nd, busy, stall = P.free, P.done, P.cov, P.n_deq, P.busy, P.stall
+        span_k = span_end = 0
+        span = None
         while q:
             e = popleft()
             code, issued, rec, e_span, _, x, y = e
@@ -128,7 +173,7 @@ def vector_pipe(core, P: PipeState):
                 end = deq = free
             elif code == SET:
                 a, free, end, added, cov = flag_set(free, issued, done, f, cov)
-                msg = record_set(x, end, rule)      # _record_set, inline
+                msg = record_set(x, end, rule)      # _record_set, inline (may run an MTE pipe's pump)
                 if msg is not None:
                     raise at(core.cid, e.idx, e.span, msg)
                 busy += added
@@ -153,7 +198,10 @@ def vector_pipe(core, P: PipeState):
             if put_queue:       # the scalar unit waits for this slot (IssueQueue.took, inline)
                 trigger_put(queue, None)
             if keep:
-                core.rows.append(_v_row(core.cid, e, a, end))
+                if code == VEC:
+                    rows_append((cid, "V", rec.op, e_span, a, end, rec.n, 0))
+                else:
+                    rows_append(_v_row(cid, e, a, end))
             if end > done:
                 done = end
             if e_span is not span:
@@ -167,11 +215,13 @@ def vector_pipe(core, P: PipeState):
             if end > span_end:
                 span_end = end
             nd += 1
-        P.free, P.done, P.n_deq, P.busy, P.stall = free, done, nd, busy, stall
+        P.free, P.done, P.cov, P.n_deq, P.busy, P.stall = free, done, cov, nd, busy, stall
         if span is not None:
             span.add(span.start, span_end, nd - span_k)
-            span = None
-        yield _wait_for_work(core, P)
+        _idle(P, pump)
+
+    pump = Pump(run_v)
+    return pump
 
 
 def macro_v_part(rec, issued: int, a: int, done: int, late: tuple) -> tuple[int, int]:
@@ -182,7 +232,8 @@ def macro_v_part(rec, issued: int, a: int, done: int, late: tuple) -> tuple[int,
 
 
 def _v_row(cid: int, e: Entry, start: int, end: int) -> tuple:
-    """The ops row of a V entry that ran from ``start`` to ``end`` (only when ops are kept)."""
+    """The compact ops row of a V entry other than a VecOp that ran from ``start`` to ``end`` (only
+    when ops are kept; :class:`~cgdr_des.hw.machine.MachineRun` expands it when the ops are read)."""
     code, rec = e.code, e.rec
     if code == VEC:
         op, elements = rec.op, rec.n
@@ -194,7 +245,7 @@ def _v_row(cid: int, e: Entry, start: int, end: int) -> tuple:
         op, elements = "Macro:" + rec.name, 0
     else:
         op, elements = type(rec).__name__, 0
-    return e.span.row(cid, "V", op, start, end, elements, 0)
+    return (cid, "V", op, e.span, start, end, elements, 0)
 
 
 def _wait_for_work(core, P: PipeState):
@@ -241,53 +292,84 @@ def _record_set(fl, fire: int, rule, core, e: Entry) -> None:
         raise at(core.cid, e.idx, e.span, msg)
 
 
-def mte_pipe(core, P: PipeState):
-    """An MTE2 or MTE3 process: DMAs, flags and barriers in order; a DMA waits on the GM bus."""
+def mte_pipe(core, P: PipeState) -> Pump:
+    """An MTE2 or MTE3 pipe: DMAs, flags and barriers in order, run by its :class:`Pump`; a DMA holds
+    the pipe until the GM bus reports its last byte (the bus calls :func:`dma_done`, at env time ==
+    completion, and the loop goes on from there)."""
     prof = core.profile
     f, keep, cid, name = prof.flag_cycles, core.keep_ops, core.cid, P.name
     rule = DOUBLE_SET[prof.flag_double_set]
     queue = P.q
     q, popleft, rows_append = queue.items, queue.items.popleft, core.rows.append
     bar_op = "PipeBarrier:" + name
-    while True:
+    submit = core.bus.submit
+    depth, ring, put_queue = queue.capacity, queue.ring, queue.put_queue
+
+    def run_mte() -> None:
+        free, done, nd, busy, stall = P.free, P.done, P.n_deq, P.busy, P.stall
         while q:
             e = q[0]
             code, issued, rec, span, _, fl, _ = e
             if code == WAIT and not fl.sets:
                 break
             popleft()
-            a = arrival(P.free, issued)
-            if code != WAIT:            # a WaitFlag frees its slot when the pipe passes it (below)
-                queue.took(P.n_deq, a)
-            P.n_deq += 1
+            a = arrival(free, issued)
+            if code != WAIT:    # IssueQueue.took, inline (a WaitFlag frees its slot when passed, below)
+                ring[nd % depth] = a
+                if put_queue:
+                    trigger_put(queue, None)
+            nd += 1
             if code == DMA:
-                if rec.nbytes > 0:
-                    tr = yield _submit(core, P, e, a)
-                    P.outstanding, P.head = 0, None
-                    end = tr.done
-                else:
-                    end = a + 1
-                op, elements, nbytes, work = DMA_OP[rec.direction], 0, rec.nbytes, end - a
-                P.free = end
+                if rec.nbytes > 0:      # the pipe waits for its last byte: dma_done goes on
+                    P.free, P.done, P.n_deq, P.busy, P.stall = free, done, nd, busy, stall
+                    P.outstanding, P.head, P.dma_start = 1, e, a
+                    submit(a + e.first_byte, rec.nbytes, e.rate_cap, dma_done)
+                    return
+                end = free = a + 1
+                op, elements, nbytes, work = DMA_OP[rec.direction], 0, rec.nbytes, 1
             elif code == BAR:
                 end, op, elements, nbytes, work = a, bar_op, 0, 0, 0
             elif code == WAIT:
                 c, end, _, _ = _consume(fl, a, rule, core, e, 0)
-                P.stall += c - a
+                stall += c - a
                 op, elements, nbytes, work = WAIT_OP[fl.event], fl.id, 0, f
-                P.free = end
-                queue.took(P.n_deq - 1, end)
+                free = end
+                ring[(nd - 1) % depth] = end
+                if put_queue:
+                    trigger_put(queue, None)
             else:  # SET: everything earlier on an MTE pipe has completed (DMAs hold the pipe)
-                _, P.free, end, _, _ = flag_set(a, a, P.done, f, 0)
+                _, free, end, _, _ = flag_set(a, a, done, f, 0)
                 _record_set(fl, end, rule, core, e)
                 op, elements, nbytes, work = SET_OP[fl.event], fl.id, 0, f
-            P.busy += work
-            if end > P.done:
-                P.done = end
-            span.add(a, end)
+            busy += work
+            if end > done:
+                done = end
+            if a < span.start:      # Span.add, inline
+                span.start = a
+            if end > span.end:
+                span.end = end
+            span.n += 1
             if keep:
-                rows_append(span.row(cid, name, op, a, end, elements, nbytes))
-        yield _wait_for_work(core, P)
+                rows_append((cid, name, op, span, a, end, elements, nbytes))
+        P.free, P.done, P.n_deq, P.busy, P.stall = free, done, nd, busy, stall
+        _idle(P, pump)
+
+    def dma_done(tr) -> None:
+        """The DMA at the head of the pipe moved its last byte at ``tr.done``: finish it, go on."""
+        e, a, end = P.head, P.dma_start, tr.done
+        P.outstanding, P.head = 0, None
+        rec = e.rec
+        P.free = end
+        P.busy += end - a
+        if end > P.done:
+            P.done = end
+        e.span.add(a, end)
+        if keep:
+            rows_append((cid, name, DMA_OP[rec.direction], e.span, a, end, 0, rec.nbytes))
+        run_mte()
+
+    pump = Pump(run_mte)
+    return pump
 
 
 DMA_OP = {d: "DataCopy:" + d for d in ("GM2UB", "UB2GM", "GM2L1")}   # directions check_dma lets through
@@ -332,7 +414,7 @@ def fixed_pipe(core, P: PipeState):
                 P.done = end
             span.add(a, end)
             if keep:
-                rows_append(span.row(cid, name, op, a, end, elements, getattr(rec, "nbytes", 0)))
+                rows_append((cid, name, op, span, a, end, elements, getattr(rec, "nbytes", 0)))
         yield _wait_for_work(core, P)
 
 
@@ -342,12 +424,3 @@ def _executed(core, e: Entry, pipe: str, start: int, end: int) -> str:
     if e.access.reads or e.access.writes:
         core.buffers.executed(e.access, Timed(e.idx, label, pipe, start, end))
     return label
-
-
-def _submit(core, P: PipeState, e: Entry, a: int):
-    """Hand a DMA starting at cycle ``a`` to the GM bus; returns the event of its completion (value:
-    the Transfer), which holds the pipe."""
-    done = core.env.event()
-    core.bus.submit(a + e.first_byte, e.rec.nbytes, e.rate_cap, done.succeed)
-    P.outstanding, P.head = 1, e
-    return done

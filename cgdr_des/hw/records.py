@@ -96,10 +96,12 @@ class DmaEntry(Entry):
 
 
 class MacroEntry(Entry):
-    """MAC: a Macro's V part, ``v_offset`` cycles after the Macro's start for ``v_length`` cycles."""
+    """MAC: a Macro's V part for ``v_length`` cycles (issued ``v_start`` cycles after the Macro's
+    start); ``started`` the event V succeeds with its (free, done) cycles when it reaches the part,
+    for a TimedMacro whose scalar end depends on them (``s_waits``), else None."""
 
     __slots__ = ()
-    v_offset = Entry.a
+    started = Entry.a
     v_length = Entry.b
 
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 from cgdr_des.hw.compute_state import late_cycle
 from cgdr_des.hw.diagnostics import HwFault, at
 from cgdr_des.hw.flags import DOUBLE_SET, EVENTS, double_set_at_wait, record_set
-from cgdr_des.hw.records import BAR, ENTRY_TYPES, MAC, SET, VEC, WAIT, MacroTally, new_entry
+from cgdr_des.hw.records import BAR, ENTRY_TYPES, MAC, SET, VEC, WAIT, MacroEntry, MacroTally, Span, new_entry
 from cgdr_des.hw.rules import (
     flag_wait,
     hand_over,
@@ -40,7 +40,7 @@ from cgdr_des.hw.rules import (
     set_while_set,
     vec_call_scalar,
 )
-from cgdr_des.hw.scalar_rare import fetch_event_id, other_record
+from cgdr_des.hw.scalar_rare import QUEUE_TYPES, fetch_event_id, other_record, tpipe_call
 from cgdr_des.isa import (
     SCALAR_KINDS,
     Dma,
@@ -65,7 +65,7 @@ class ScalarUnit:
 
     __slots__ = ("core", "prof", "t", "stall", "idx", "span", "cnt", "V", "kinds", "vp", "keep",
                  "rows_append", "env", "wait_kind", "wait_on", "rule", "checked", "stall_policy", "f", "routes",
-                 "depth", "disp", "api")
+                 "depth", "disp", "api", "dirty")
 
     def __init__(self, core) -> None:
         self.core, self.prof = core, core.profile
@@ -85,8 +85,18 @@ class ScalarUnit:
         self.api = vec_call_scalar(self.prof.vec_api_scalar_cycles, self.prof.vec_call_loop_cycles)
         #: what it waits for when it yields (deadlock diagnostics): ``flag`` (a WaitFlag's set, on the
         #: Flag), ``set`` (a set's previous consume), ``room`` (a free slot, on the pipe) or ``drain``
-        #: (PipeBarrier<ALL>, on the names of the pipes not drained)
+        #: (PipeBarrier<ALL>, on the core's pipes)
         self.wait_kind, self.wait_on = None, None
+        #: the pumps of idle pipes the scalar unit's loop handed an entry to, not run yet: they run
+        #: (:meth:`run_pipes`) before the scalar unit reads a pipe's state or waits, so a pipe drains
+        #: a run of entries in one pass instead of one pass per entry
+        self.dirty: list = []
+
+    def run_pipes(self) -> None:
+        """Run the pumps of the pipes handed entries since the last call (in hand-over order)."""
+        dirty = self.dirty
+        while dirty:
+            dirty.pop(0).succeed()     # a Pump runs; a Cube-era pipe's get event is scheduled
 
     def fail(self, msg: str):
         """A KernelDiagnostic about the current record (core, record index, last Tag)."""
@@ -96,8 +106,12 @@ class ScalarUnit:
         """The scalar unit did ``op`` itself from ``t0`` to ``t1``."""
         span = self.span
         if self.keep:
-            self.rows_append(span.row(self.core.cid, "S", op, t0, t1, elements, nbytes))
-        span.add(t0, t1)
+            self.rows_append((self.core.cid, "S", op, span, t0, t1, elements, nbytes))
+        if t0 < span.start:     # Span.add, inline
+            span.start = t0
+        if t1 > span.end:
+            span.end = t1
+        span.n += 1
 
     # ---------------------------------------------------------------- records it executes itself
 
@@ -124,7 +138,7 @@ class ScalarUnit:
                                p.dcache_miss_cycles, p.l2_hit_cycles)
         span = self.span
         if self.keep:
-            self.rows_append(span.row(self.core.cid, "S", "gm_store" if store else "gm_load", t, end, 1, rec.nbytes))
+            self.rows_append((self.core.cid, "S", "gm_store" if store else "gm_load", span, t, end, 1, rec.nbytes))
         if t < span.start:      # Span.add, inline
             span.start = t
         if end > span.end:
@@ -170,7 +184,7 @@ class ScalarUnit:
             self.stall += stall
         span = self.span            # did(), inline: the kernel sets S_V before every row it hands V
         if self.keep:
-            self.rows_append(span.row(self.core.cid, "S", EVENTS[fl.event].set_op, t, fire, fl.id, 0))
+            self.rows_append((self.core.cid, "S", EVENTS[fl.event].set_op, span, t, fire, fl.id, 0))
         if t < span.start:      # Span.add, inline
             span.start = t
         if fire > span.end:
@@ -190,6 +204,7 @@ class ScalarUnit:
         """Hand an entry to ``P``'s queue, waiting for a slot if it is full (a generator: a SimPy
         wait); :meth:`hand` when it has room."""
         q = P.q
+        self.run_pipes()
         if len(q.items) < q.capacity:
             self.hand(P, code, rec, a, b, dispatch, offset)
             return
@@ -218,7 +233,14 @@ class ScalarUnit:
         late = not_before - end if not_before > end else 0
         self.t = end = end + late
         self.stall += getattr(rec, "s_stall", 0) + late
-        self.did("Macro:" + rec.name, t, end)
+        span = self.span        # did(), inline: the label only when ops are kept
+        if self.keep:
+            self.rows_append((self.core.cid, "S", "Macro:" + rec.name, span, t, end, 0, 0))
+        if t < span.start:
+            span.start = t
+        if end > span.end:
+            span.end = end
+        span.n += 1
         return end
 
 
@@ -237,6 +259,7 @@ def scalar_unit(core, program):
     V, depth, pipes_get, routes, disp, api = su.V, su.depth, core.pipes.get, su.routes, su.disp, su.api
     scalar_gm_, set_flag, wait_flag, vp, kinds, keep = su.scalar_gm, su.set_flag, su.wait_flag, su.vp, su.kinds, su.keep
     t, idx, span, cnt, n_vec, n_bar = su.t, -1, su.span, su.cnt, 0, 0
+    dirty, counts_get, spans_append = su.dirty, core.counts.get, core.spans.append
     for rec in program:
         idx += 1
         typ = type(rec)
@@ -294,23 +317,44 @@ def scalar_unit(core, program):
             t = scalar_gm_(rec, t)
             continue
         elif typ is Tag:        # a new span (phase fidelity's programs are one fifth Tags)
-            n_vec = n_bar = _add_counts(cnt, n_vec, n_bar)
-            span, cnt = su.span, su.cnt = core.open_span(rec)
+            if n_vec or n_bar:
+                n_vec = n_bar = _add_counts(cnt, n_vec, n_bar)
+            cnt = counts_get(rec.phase)
+            if cnt is None:     # the phase's first Tag on this core
+                span, cnt = core.open_span(rec)
+            else:               # Core.open_span, inline
+                span = Span(rec.phase, rec.batch, rec.head, rec.vtile, rec.chunk)
+                spans_append(span)
+                cnt["Tag"] += 1
+            su.span, su.cnt = span, cnt
             continue
         elif isinstance(rec, Macro):      # phase fidelity: its V part to V, then S busy s_cycles
-            su.t, su.idx, v_len = t, idx, rec.v_end - rec.v_start
+            su.idx, v_start = idx, rec.v_start
+            v_len = rec.v_end - v_start
             # S's end depends on when V gets to the run (TimedMacro.s_waits): V tells it (free, done)
             started = su.env.event() if v_len > 0 and getattr(rec, "s_waits", False) else None
-            if v_len > 0 and len(V.q.items) >= depth:     # a full queue: wait for a slot
-                yield from su.push(V, MAC, rec, started, v_len, 0, rec.v_start)
-            elif v_len > 0:         # room: no generator for a wait that cannot happen
-                su.hand(V, MAC, rec, started, v_len, 0, rec.v_start)
-            if started is None:
-                t = su.macro(rec, su.t)
-            else:
+            if v_len > 0:
+                q = V.q
+                if len(q.items) >= depth:     # a full queue: wait for a slot
+                    su.t = t
+                    yield from su.push(V, MAC, rec, started, v_len, 0, v_start)
+                    t = su.t
+                else:       # IssueQueue.hand with no dispatch cycles, inline: one Macro in five records
+                    n = q.n_push
+                    t, stall = hand_over(t, q.ring[n % depth], 0)
+                    su.stall += stall
+                    q.items.append(new_entry(MacroEntry, (MAC, t + v_start, rec, span, idx, started, v_len)))
+                    q.n_push = n + 1
+                    if q.get_queue:     # V idle: its pump runs before the scalar unit next looks or waits
+                        dirty.append(q.get_queue.pop())
+            if started is not None:     # V must reach the run first: its pump runs, then S learns when
+                su.t = t
+                su.run_pipes()
                 su.wait_kind, su.wait_on = "macro", V
                 a, done = yield started
-                t = su.macro(rec, su.t, late_cycle(0, a, done, rec.late[0]))
+                t = su.macro(rec, t, late_cycle(0, a, done, rec.late[0]))
+            else:
+                t = su.macro(rec, t)
             continue
         elif typ is Dma:        # checked, then handed to MTE2 or MTE3 like any entry
             cnt["dma_" + rec.pipe] += rec.repeat
@@ -318,9 +362,21 @@ def scalar_unit(core, program):
         elif typ is FetchEventID:     # nothing to wait for: no generator
             t = fetch_event_id(su, rec, t, idx)
             continue
+        elif typ in QUEUE_TYPES:      # a TQue call: its bookkeeping, then the flag it inserts, if any
+            su.t, su.idx = t, idx
+            if n_vec or n_bar:
+                n_vec = n_bar = _add_counts(cnt, n_vec, n_bar)
+            cnt[typ.__name__] += 1      # isa.record_kind of a TQue call
+            flag = tpipe_call(su, rec, typ)
+            t = su.t
+            if flag is None:
+                continue
+            P, code, a = flag
+            b = None
         else:
             su.t, su.idx = t, idx
-            n_vec = n_bar = _add_counts(cnt, n_vec, n_bar)
+            if n_vec or n_bar:
+                n_vec = n_bar = _add_counts(cnt, n_vec, n_bar)
             yield from other_record(su, rec, typ)
             t = su.t
             continue
@@ -336,8 +392,9 @@ def scalar_unit(core, program):
         q.items.append(new_entry(ENTRY_TYPES[code], (code, t, rec, span, idx, a, b)))
         q.n_push = n + 1
         if q.get_queue:
-            q.get_queue.pop().succeed()
+            dirty.append(q.get_queue.pop())
     _add_counts(cnt, n_vec, n_bar)
+    su.run_pipes()
     core.finish_scalar(t, su.stall, idx + 1)
 
 
@@ -354,6 +411,7 @@ def _add_counts(cnt, n_vec: int, n_bar: int) -> int:
 def _flag_wait(su: ScalarUnit, fl, kind: str):
     """Yield until ``fl`` has a set recorded (``flag``: a WaitFlag on S) or has none pending
     (``set``: a SetFlag on S under the ``stall`` policy)."""
+    su.run_pipes()
     while (not fl.sets) if kind == "flag" else fl.sets:
         su.wait_kind, su.wait_on = kind, fl
         yield fl.wait_set(su.env) if kind == "flag" else fl.wait_consumed(su.env)

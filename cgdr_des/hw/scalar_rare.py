@@ -40,7 +40,7 @@ from cgdr_des.isa import (
     resolve_event_id,
 )
 
-_QUEUE_TYPES = (AllocTensor, EnQue, DeQue, FreeTensor)
+_QUEUE_TYPES = QUEUE_TYPES = (AllocTensor, EnQue, DeQue, FreeTensor)
 FETCH_OP = {ev: "FetchEventID:" + ev for ev in HARD_EVENTS}
 
 
@@ -49,10 +49,14 @@ def fetch_event_id(su, rec: FetchEventID, t: int, idx: int) -> int:
     id into the record's handle; returns the cycle the scalar unit goes on."""
     su.idx = idx
     su.cnt["FetchEventID"] += 1
-    try:
-        rec.handle.id = su.core.pool.fetch(rec.event)
-    except HwFault as exc:
-        raise su.fail(str(exc)) from None
+    store = su.core.pool.free.get(rec.event)
+    if store is not None and store.items:       # EventIdPool.fetch, inline: one in seven phase records
+        rec.handle.id = store.items[0]
+    else:
+        try:
+            rec.handle.id = su.core.pool.fetch(rec.event)
+        except HwFault as exc:
+            raise su.fail(str(exc)) from None
     end = t + su.prof.tpipe_call_cycles
     su.did(FETCH_OP[rec.event], t, end)
     return end
@@ -95,9 +99,10 @@ def _barrier(su, rec):
         yield from su.push(P, BAR, rec, None, None, su.prof.scalar_dispatch_cycles)
         return
     plist = core.pipe_list
+    su.run_pipes()
     for pipe in plist:      # one pipe at a time: a drained pipe stays drained, the scalar unit hands nothing
         while not pipe.drained:
-            su.wait_kind, su.wait_on = "drain", [p.name for p in plist if not p.drained]
+            su.wait_kind, su.wait_on = "drain", plist     # the deadlock report names the undrained ones
             yield pipe.when_drained(su.env)
     t0 = su.t
     _, su.t = barrier(t0, t0, max(p.done for p in plist))
@@ -107,15 +112,25 @@ def _barrier(su, rec):
 
 def _tpipe_record(su, rec):
     """TPipe / TQue bookkeeping records (rare), with the flag a TQue call inserts handed over."""
-    core, typ = su.core, type(rec)
+    flag = tpipe_call(su, rec, type(rec))
+    if flag is not None:        # the queue call's bookkeeping is done; its flag may wait for a slot
+        P, code, fl = flag
+        yield from su.push(P, code, rec, fl, None, su.prof.scalar_dispatch_cycles)
+
+
+def tpipe_call(su, rec, typ):
+    """A TPipe / TQue bookkeeping record from the scalar unit's clock ``su.t`` (advanced past its
+    ``tpipe_call_cycles``); returns the flag a TQue call inserts as ``(pipe, code, Flag)``, for the
+    caller to hand over, or None. Never waits (the scalar unit's loop calls it for the TQue calls)."""
+    core = su.core
     flag = None
     try:
         if typ in _QUEUE_TYPES:
             flag_op = core.ub.queue(rec.name).apply(typ.__name__, core.pool)
             if flag_op is not None:
                 is_set, info = flag_op.kind == "set", EVENTS[flag_op.event]
-                flag = (SET if is_set else WAIT, core.flags.get(flag_op.event, flag_op.id),
-                        core.pipes[info.src if is_set else info.dst])
+                flag = (core.pipes[info.src if is_set else info.dst], SET if is_set else WAIT,
+                        core.flags.get(flag_op.event, flag_op.id))
             op = f"{typ.__name__}:{rec.name}"
         else:
             op = _pool_record(core, rec, typ)
@@ -123,9 +138,7 @@ def _tpipe_record(su, rec):
         raise su.fail(str(exc)) from None
     su.t += su.prof.tpipe_call_cycles
     su.did(op, su.t - su.prof.tpipe_call_cycles, su.t)
-    if flag is not None:        # the queue call's bookkeeping is done; its flag may wait for a slot
-        code, fl, P = flag
-        yield from su.push(P, code, rec, fl, None, su.prof.scalar_dispatch_cycles)
+    return flag
 
 
 def _pool_record(core, rec, typ) -> str:

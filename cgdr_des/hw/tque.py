@@ -82,7 +82,7 @@ class TQue:
     def _AllocTensor(self, pool: EventIdPool):
         b = self._next_free()
         self.cursor = (b + 1) % self.num
-        self.grant[b] = self.buffers.request()      # granted at once: buffer b is FREE
+        self.grant[b] = self.buffers.take_now(b)    # granted at once: buffer b is FREE
         self.state[b] = ALLOCATED
         self.allocated.append(b)
         eid, self.free_id[b] = self.free_id[b], None
@@ -100,13 +100,13 @@ class TQue:
             raise HwFault(f"EnQue on TQue '{self.name}' without an allocated or dequeued tensor")
         self.state[b] = QUEUED
         eid = pool.alloc(self.enq)
-        self.passing.put((b, eid))
+        self.passing.put_now((b, eid))
         return FlagCall("set", self.enq, eid)
 
     def _DeQue(self, pool: EventIdPool):
         if not self.passing.items:
             raise HwFault(f"DeQue on TQue '{self.name}' with nothing enqueued")
-        b, eid = self.passing.get().value
+        b, eid = self.passing.get_now()
         self.state[b] = HELD
         self.held.append(b)
         pool.release(self.enq, eid)
@@ -120,7 +120,7 @@ class TQue:
         else:
             raise HwFault(f"FreeTensor on TQue '{self.name}' with no tensor allocated")
         eid = pool.alloc(self.free)
-        self.buffers.release(self.grant[b])
+        self.buffers.give_back(self.grant[b])
         self.grant[b] = None
         self.state[b] = FREE
         self.free_id[b] = eid
