@@ -145,7 +145,8 @@ def test_each_entry_type_reads_its_fields_by_role():
     assert (d.first_byte, d.rate_cap) == (40, 2.5)
     x = records.new_entry(records.ENTRY_TYPES[records.FIXED], (records.FIXED, 0, None, None, 0, (3, 9), acc))
     assert x.cycles == (3, 9) and x.access is acc
-    m = records.new_entry(records.ENTRY_TYPES[records.MAC], (records.MAC, 0, None, None, 0, 7, 11))
-    assert (m.v_offset, m.v_length) == (7, 11)
+    ev = object()
+    m = records.new_entry(records.ENTRY_TYPES[records.MAC], (records.MAC, 0, None, None, 0, ev, 11))
+    assert m.started is ev and m.v_length == 11
     v = records.new_entry(records.ENTRY_TYPES[records.VEC], (records.VEC, 0, None, None, 0, "p", None))
     assert v.params == "p" and type(v).__name__ == "VecEntry"
