@@ -9,12 +9,12 @@ The two numbers (from the calibrated :class:`~cgdr_des.item_costs.ItemCosts`, V-
   add.
 
 Profile points (the ranged fields' one-at-a-time ends and joint samples) need each variant's item costs
-at that point. A full calibration per point (every chunk length, 80 sequences) would cost hundreds of
-times the study; instead one *probe* launch per (variant, point) times four items, of 1, 64, 128 and
-256 tokens, at phase fidelity on the scenario's shape, and the calibrated tables are shifted by what
-the probe moved between the nominal profile and the point (:func:`shifted`):
+at that point. A full calibration per point (every chunk length, 80 sequences) would cost tens of
+times a probe; instead one *probe* launch per (variant, point) times seven items, of 1, 16, 32, 48,
+64, 128 and 256 tokens, at phase fidelity on the scenario's shape, and the calibrated tables are
+shifted by what the probe moved between the nominal profile and the point (:func:`shifted`):
 
-- ``sole[L]`` by the 1-token item's change at L = 1, the 64-token item's at L = 64, linear between;
+- ``sole[L]`` by the change of the sole-chunk probes (1, 16, 32, 48, 64 tokens), linear between;
 - ``two[L]`` (first chunk of a longer item, plus its sole last chunk) by that plus the change of the
   first full chunk (128 tokens minus 64);
 - ``middle`` by half the change of two further chunks (256 minus 128 tokens);
@@ -34,8 +34,10 @@ import numpy as np
 from cgdr_des.item_costs import ItemCosts
 from cgdr_des.kernel.launch import CHUNK_SIZE
 
-#: the probe launch's sequences (tokens): a sole 1-token chunk, a sole full chunk, two and four full chunks
-PROBE_LENGTHS = (1, CHUNK_SIZE, 2 * CHUNK_SIZE, 4 * CHUNK_SIZE)
+#: sole-chunk probe lengths (tokens): the sole table is shifted piecewise linearly between them
+SOLE_PROBES = (1, 16, 32, 48, CHUNK_SIZE)
+#: the probe launch's sequences: the sole chunks, then two and four full chunks
+PROBE_LENGTHS = (*SOLE_PROBES, 2 * CHUNK_SIZE, 4 * CHUNK_SIZE)
 
 
 def two_numbers(costs: ItemCosts) -> dict[str, float]:
@@ -82,15 +84,14 @@ def probe(sc, prof, ub_size: int) -> Probe:
 def shifted(costs: ItemCosts, nominal: Probe, point: Probe, clock_mhz: float) -> ItemCosts:
     """``costs`` moved by what the probe moved from ``nominal`` to ``point`` (the module docstring)."""
     slots = costs.sole.shape[0]
-    d = point.dur - nominal.dur                       # (probe slots, 4)
+    d = point.dur - nominal.dur                       # (probe slots, probes)
     if d.shape[0] != slots:  # the probe's few items may not split V-tiles as the calibration's did
         d = np.repeat(d[:1], slots, axis=0)
-    d1, d64, d128, d256 = (d[:, i][:, None] for i in range(4))
-    frac = (np.arange(CHUNK_SIZE + 1) - 1) / (CHUNK_SIZE - 1)
-    sole_shift = np.rint(d1 + frac * (d64 - d1)).astype(np.int64)
+    k = len(SOLE_PROBES)
+    sole_shift = np.rint([np.interp(np.arange(CHUNK_SIZE + 1), SOLE_PROBES, row[:k]) for row in d]).astype(np.int64)
     sole_shift[:, 0] = 0                              # length 0 is no item
-    first = np.rint(d128 - d64).astype(np.int64)
-    middle = np.rint((d256 - d128) / 2).astype(np.int64)[:, 0]
+    first = np.rint(d[:, k] - d[:, k - 1]).astype(np.int64)[:, None]      # 128 tokens minus 64
+    middle = np.rint((d[:, k + 1] - d[:, k]) / 2).astype(np.int64)       # (256 - 128) / 2
     return replace(costs, sole=costs.sole + sole_shift, two=costs.two + sole_shift + first,
                    middle=costs.middle + middle, lock_two=costs.lock_two + sole_shift + first,
                    lock_middle=costs.lock_middle + middle,
