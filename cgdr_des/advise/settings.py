@@ -64,7 +64,11 @@ def variant_fields_of(name: str) -> dict[str, Any]:
     fields: dict[str, Any] = dict(SOURCE)
     changed: dict[str, Any] = {}
     for part in name.split("+"):
-        for key, value in variant_fields(part.strip()).items():
+        try:
+            own = variant_fields(part.strip())
+        except InputError as exc:  # named by this command's option, the a+b form added
+            raise InputError("--variants", name, f"{exc.allowed}; or a+b combinations of those") from None
+        for key, value in own.items():
             if key in SOURCE and SOURCE[key] == value:
                 continue  # a part leaves this field at the source's value: another part may set it
             if key in changed and changed[key] != value:

@@ -59,7 +59,7 @@ def run_advice(sc, *, variants=None, policies=None, batches: int | None = None, 
             costs[s.name] = _costs(s, req.profile)
             stage.advance()
     lengths = _lengths(sc, req.batches, seed)
-    pols = _policy_names(req.policies, costs, sc.workload.batch)
+    pols = _policy_names(req.policies, costs, lengths.shape[1])
     batch_rows, nominal = _time(ran, costs, lengths, pols, progress)
     points, per_point = _intervals(sc, req, ran, costs, lengths, pols, progress)
     table = rank_rows(settings, costs, pols, nominal, per_point, _bootstrap(batch_rows, sc.study.bootstrap, seed))
