@@ -69,6 +69,7 @@ PICTURES = {
     "calibrate": ["calibration.png"],
     "sensitivity": ["tornado.png", "joint_makespan.png"],
     "sweep": ["sweep_summary.png"],
+    "advise": ["advice_gain.png"],
 }
 
 
@@ -99,6 +100,8 @@ def outputs(tmp_path_factory) -> dict[str, Path]:
     _cli("sensitivity", sc, "--fields", "flag_cycles,vec_pipe_delay_cycles", "--samples", "6",
          "--out", out["sensitivity"])
     _cli("sweep", tmp / "sweep.toml", "--workers", "0", "--out", out["sweep"])
+    _cli("advise", tmp / "tail.toml", "--out", out["advise"], "--variants", "state_db", "--policies", "greedy",
+         "--samples", "1", "--fields", "flag_cycles")
     return out
 
 

@@ -88,9 +88,9 @@ class Request:
 def check_request(sc, variants=None, policies=None, batches: int | None = None, samples: int = DEFAULT_SAMPLES,
                   fields=None) -> Request:
     """Every input of :func:`run_advice` checked, cheaply, before any calibration (InputError otherwise)."""
-    from cgdr_des.bounds import MAX_SAMPLES, check_seed
+    from cgdr_des.bounds import MAX_SAMPLES, MAX_STUDY_BATCHES, check_count, check_seed
     from cgdr_des.hw import load_profile
-    from cgdr_des.tail.study import _known, _positive
+    from cgdr_des.kernel.policies import POLICIES
     from cgdr_des.timing.space import latin_hypercube, one_at_a_time, select
 
     if sc.kernel.kernel_version != "vector":
@@ -100,10 +100,15 @@ def check_request(sc, variants=None, policies=None, batches: int | None = None, 
         raise InputError("--samples", samples, f"an integer in [0, {MAX_SAMPLES:,}] (each costs a probe per variant)")
     check_seed("workload.seed", sc.workload.seed)
     names = parse_names(variants)
-    requested = _known(policies if policies is not None else sc.study.policies)
+    requested = policies if policies is not None else sc.study.policies
+    requested = None if requested is None else list(dict.fromkeys(requested))
+    for name in requested or ():
+        if name not in POLICIES:
+            raise InputError("policy", name, f"one of {', '.join(POLICIES)}")
     if requested is not None and REFERENCE_POLICY not in requested:  # the reference every gain is measured from
         requested = [REFERENCE_POLICY, *requested]
-    n = _positive("--batches", batches) if batches is not None else sc.study.batches
+    n = sc.study.batches if batches is None else check_count("--batches", batches, 1, MAX_STUDY_BATCHES,
+                                                              "as [study] batches")
     prof = load_profile(sc.profile_ref(), dict(sc.hardware.overrides) or None)
     params = select(prof, fields, "vector")
     plan = [("nominal", None, None, {})] + [("oat", name, end, {name: x})
