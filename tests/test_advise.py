@@ -182,3 +182,26 @@ def test_bad_input_is_one_line_and_nothing_written(tmp_path, args, prefix):
     lines = res.stderr.strip().splitlines()
     assert res.exit_code == 2 and len(lines) == 1 and lines[0].startswith(f"error: {prefix}"), res.output
     assert not (tmp_path / "o").exists()
+
+
+def test_a_kernel_diagnostic_at_a_profile_point_is_counted_not_fatal(monkeypatch):
+    from cgdr_des.advise import costs as item
+    from cgdr_des.errors import KernelDiagnostic
+
+    real = item.probe
+
+    def probe(sc, prof, ub):
+        if sc.kernel.state_double_buffer and prof.flag_cycles == 10:
+            raise KernelDiagnostic("deadlock: a stand-in for what a profile end can do to a variant")
+        return real(sc, prof, ub)
+
+    monkeypatch.setattr(item, "probe", probe)
+    adv = run_advice(_scenario(), variants=["state_db"], policies=["greedy"], samples=0, fields=["flag_cycles"])
+    v = adv.variants.set_index("variant")
+    assert v.loc["state_db", "points_failed"] == 1 and v.loc["state_db", "point_error"].startswith("deadlock")
+    assert v.loc["baseline", "points_failed"] == 0
+    row = adv.table.set_index("variant").loc["state_db"]
+    # only the nominal point is left: the interval is the nominal gain
+    assert row["gain_p99_min_us"] == row["gain_p99_max_us"] == pytest.approx(row["gain_p99_us"])
+    bad = adv.points[adv.points["error"] != ""]
+    assert list(bad["variant"]) == ["state_db"] and bad["p99_us"].isna().all()

@@ -30,8 +30,10 @@ def rank_rows(settings, costs: dict, pols: list[str], nominal: dict, per_point: 
                    "order": order * len(pols) + p_order}
             if s.runs and ref is not None:
                 p50, p99 = nominal[s.name, p]
-                g50 = [ref_pts[i][0] - a for i, a, _ in per_point[s.name, p]]
-                g99 = [ref_pts[i][1] - b for i, _, b in per_point[s.name, p]]
+                # points where the variant's or the reference's probe failed have no gain: left out
+                mine = [(i, a, b) for i, a, b in per_point.get((s.name, p), []) if i in ref_pts]
+                g50 = [ref_pts[i][0] - a for i, a, _ in mine] or [ref[0] - p50]
+                g99 = [ref_pts[i][1] - b for i, _, b in mine] or [ref[1] - p99]
                 b = boot[(boot["variant"] == s.name) & (boot["policy"] == p)].iloc[0]
                 row |= {"p50_us": p50, "p99_us": p99, "p99_lo_us": b["p99_lo_us"], "p99_hi_us": b["p99_hi_us"],
                         "gain_p99_us": ref[1] - p99, "gain_p99_min_us": min(g99), "gain_p99_max_us": max(g99),

@@ -69,7 +69,7 @@ def run_advice(sc, *, variants=None, policies=None, batches: int | None = None, 
             "fixed_batch": sc.workload.distribution is None, "variants": req.names, "policies": pols,
             "samples": int(samples), "fields": [p.name for p in req.params], "points": len(req.plan),
             "shape": {"nk": sc.shape.nk, "nv": sc.shape.nv, "dk": sc.shape.dk, "dv": sc.shape.dv}}
-    return Advice(table, variant_rows(settings, costs), batch_rows, points, meta)
+    return Advice(table, variant_rows(settings, costs, points), batch_rows, points, meta)
 
 
 @dataclass(frozen=True)
@@ -182,7 +182,6 @@ def _intervals(sc, req: Request, ran, costs, lengths, pols, progress):
     """Per profile point (nominal first), variant and policy: p50, p99 (µs at the point's clock) and
     the gains over the baseline with greedy at the same point."""
     from cgdr_des.hw import load_profile
-    from cgdr_des.tail.surrogate import estimate, items_of
     from cgdr_des.timing.evaluate import Evaluator
 
     ev = Evaluator(sc)
@@ -196,22 +195,21 @@ def _intervals(sc, req: Request, ran, costs, lengths, pols, progress):
             if key not in profiles:
                 profiles[key] = load_profile(sc.profile_ref(), ev.overrides(pt) or None)
         for s in ran:
-            seen: dict[str, dict] = {}
-            base_probe = item.probe(s.scenario, profiles[keys[0]], ub)
+            seen: dict[str, dict | str] = {}
+            base_probe = _probe(s.scenario, profiles[keys[0]], ub)
             for i, (kind, name, end, pt) in enumerate(req.plan):
                 if keys[i] not in seen:
-                    prof = profiles[keys[i]]
-                    c = costs[s.name] if i == 0 else item.shifted(costs[s.name], base_probe,
-                                                                  item.probe(s.scenario, prof, ub), prof.clock_mhz)
-                    items = items_of(c, lengths)
-                    seen[keys[i]] = {p: tuple(np.percentile(estimate(c, lengths, p, items=items).makespan
-                                                            / c.clock_mhz, [50, 99])) for p in pols}
+                    seen[keys[i]] = _at_point(costs[s.name], base_probe, s.scenario, profiles[keys[i]], ub,
+                                              lengths, pols, nominal=i == 0)
+                got = seen[keys[i]]
                 for p in pols:
-                    p50, p99 = seen[keys[i]][p]
-                    per_point.setdefault((s.name, p), []).append((i, p50, p99))
+                    p50, p99 = (np.nan, np.nan) if isinstance(got, str) else got[p]
+                    if not isinstance(got, str):
+                        per_point.setdefault((s.name, p), []).append((i, p50, p99))
                     rows.append({"point": i, "kind": kind, "param": name, "end": end,
                                  "values": json.dumps(pt, sort_keys=True, default=str), "variant": s.name,
-                                 "policy": p, "p50_us": p50, "p99_us": p99})
+                                 "policy": p, "p50_us": p50, "p99_us": p99,
+                                 "error": got if isinstance(got, str) else ""})
                 stage.advance()
     points = pd.DataFrame(rows)
     base = points[(points["variant"] == BASELINE) & (points["policy"] == REFERENCE_POLICY)].set_index("point")
@@ -220,8 +218,37 @@ def _intervals(sc, req: Request, ran, costs, lengths, pols, progress):
     return points, per_point
 
 
-def variant_rows(settings: list[Setting], costs: dict) -> pd.DataFrame:
-    """One row per variant: status, changed fields, the two numbers beside the baseline's, tiling and UB."""
+def _probe(sc, prof, ub: int):
+    """The probe launch, or the first line of the kernel diagnostic it raised (a deadlock, a hazard)."""
+    from cgdr_des.errors import KernelDiagnostic
+
+    try:
+        return item.probe(sc, prof, ub)
+    except KernelDiagnostic as exc:
+        return str(exc).partition("\n")[0][:300]
+
+
+def _at_point(costs, base_probe, sc, prof, ub: int, lengths, pols, *, nominal: bool) -> dict | str:
+    """{policy: (p50, p99)} in µs at one profile point, or why the variant could not be timed there."""
+    from cgdr_des.tail.surrogate import estimate, items_of
+
+    if not nominal:
+        if isinstance(base_probe, str):
+            return f"the nominal probe failed: {base_probe}"
+        probe = _probe(sc, prof, ub)
+        if isinstance(probe, str):
+            return probe
+        costs = item.shifted(costs, base_probe, probe, prof.clock_mhz)
+    items = items_of(costs, lengths)
+    return {p: tuple(np.percentile(estimate(costs, lengths, p, items=items).makespan / costs.clock_mhz, [50, 99]))
+            for p in pols}
+
+
+def variant_rows(settings: list[Setting], costs: dict, points: pd.DataFrame) -> pd.DataFrame:
+    """One row per variant: status, changed fields, the two numbers beside the baseline's, tiling, UB,
+    and the profile points where its probe raised a kernel diagnostic (``points_failed``, the first)."""
+    bad_rows = points[points["error"] != ""].drop_duplicates(["variant", "point"])
+    failed = {v: list(g["error"]) for v, g in bad_rows.groupby("variant", sort=False)}
     base = item.two_numbers(costs[BASELINE]) if BASELINE in costs else {}
     base_t = next((s.tiling for s in settings if s.name == BASELINE and s.runs), None)
     rows = []
@@ -235,6 +262,8 @@ def variant_rows(settings: list[Setting], costs: dict) -> pd.DataFrame:
         if base_t is not None:
             row |= {"base_v_step": base_t.v_step, "base_ub_needed_bytes": base_t.ub_needed_bytes}
         row["ub_shortfall_bytes"] = s.shortfall_bytes
+        bad = failed.get(s.name, [])
+        row |= {"points_failed": len(bad), "point_error": bad[0] if bad else ""}
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -3,8 +3,8 @@
 The answer is one sentence: the best-ranked (variant, policy), what it buys at p99 (µs and % of the
 source kernel's p99 with greedy) with its interval over the profile points, and what it costs in UB
 (the bytes its buffers need and the vStep, beside the source kernel's). A second sentence names the
-best kernel change under greedy when the best row also changes the policy, and a last one the
-variants that do not fit UB.
+best kernel change under greedy when the best row also changes the policy; then the variants whose
+probe raised a kernel diagnostic at some profile points, and the variants that do not fit UB.
 """
 
 from __future__ import annotations
@@ -36,6 +36,10 @@ def answer(table: pd.DataFrame, variants: pd.DataFrame, meta: dict, us: str = "�
             out.append(f"The best kernel change alone (with greedy) is {k['variant']} ({k['fields']}): "
                        f"{k['gain_p99_us']:,.1f} {us} at p99 [{k['gain_p99_min_us']:,.1f}, "
                        f"{k['gain_p99_max_us']:,.1f}].")
+    if "points_failed" in variants:
+        for r in variants[variants["points_failed"] > 0].itertuples():
+            out.append(f"{r.variant} raised a kernel diagnostic at {r.points_failed} of {meta['points']} profile "
+                       f"points, left out of its intervals; the first: {r.point_error}")
     skipped = variants[variants["status"] != "ok"]
     if len(skipped):
         out.append("Not run: " + "; ".join(f"{r.variant} ({r.status})" for r in skipped.itertuples()) + ".")
@@ -64,7 +68,7 @@ def describe_advise(d: Path):
 
     m = json.loads((d / "advice.json").read_text(encoding="utf-8"))
     table = pd.read_parquet(d / "advice.parquet")
-    variants = pd.read_csv(d / "variants.csv")
+    variants = pd.read_csv(d / "variants.csv", keep_default_na=False, na_values=[""])
     what = {"scenario": str(m["scenario_name"]), "profile": str(m["hardware"]),
             "fidelity": "surrogate from phase-fidelity item costs per variant", "numerics": "off",
             "advice": f"{'1 fixed batch' if m['fixed_batch'] else format(m['batches'], ',') + ' batches'} of "
@@ -77,7 +81,7 @@ def describe_advise(d: Path):
     cols = ["rank", "variant", "policy", "status", "p50_us", "p99_us", "gain_p99_us", "gain_p99_min_us",
             "gain_p99_max_us", "gain_p99_pct", "gain_p50_us", "gain_p50_min_us", "gain_p50_max_us"]
     vcols = ["variant", "status", "fields", "item_fixed_us", "base_item_fixed_us", "chunk_us", "base_chunk_us",
-             "v_step", "ub_needed_bytes", "ub_shortfall_bytes"]
+             "v_step", "ub_needed_bytes", "ub_shortfall_bytes", "points_failed"]
     per_variant = variants[[c for c in vcols if c in variants]]
     return Page(what, answer(table, variants, m),
                 {"Ranking (µs)": table[[c for c in cols if c in table]],
