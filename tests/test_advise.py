@@ -205,3 +205,14 @@ def test_a_kernel_diagnostic_at_a_profile_point_is_counted_not_fatal(monkeypatch
     assert row["gain_p99_min_us"] == row["gain_p99_max_us"] == pytest.approx(row["gain_p99_us"])
     bad = adv.points[adv.points["error"] != ""]
     assert list(bad["variant"]) == ["state_db"] and bad["p99_us"].isna().all()
+
+
+@pytest.mark.slow  # four calibrations of the tiny shape, ~15 s
+def test_the_probe_shift_is_close_to_a_recalibration_at_a_profile_end():
+    from analysis.advise_shift_check import shift_errors
+
+    sc = Scenario.from_dict({**tomllib.loads(TINY.replace("overrides = { ub_usable_bytes = 60000 }", "")),
+                             "name": "shift"})
+    rows = shift_errors(sc, ["scalar_alu_cycles"])
+    assert len(rows) == 2 and all(r["moved"] > 0.05 for r in rows)  # the ends move item costs by 7-15 %
+    assert all(r["error"] < 0.005 for r in rows), rows  # the shift follows them within 0.5 %
