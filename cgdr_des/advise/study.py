@@ -51,6 +51,8 @@ def run_advice(sc, *, variants=None, policies=None, batches: int | None = None, 
     req = check_request(sc, variants, policies, batches, samples, fields)
     seed = sc.workload.seed
     settings = resolve(sc, req.names)
+    if not settings[0].runs:  # every gain is measured from the source kernel: nothing to rank without it
+        raise InputError("kernel", BASELINE, f"a shape the source kernel fits ({settings[0].status})")
     ran = [s for s in settings if s.runs]
     with progress.stage(f"calibrating item costs of {len(ran)} variants (phase fidelity, or the cache)",
                         len(ran), "variants") as stage:
