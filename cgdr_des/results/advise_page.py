@@ -26,16 +26,20 @@ def answer(table: pd.DataFrame, variants: pd.DataFrame, meta: dict, us: str = "Â
         out = [f"Keep the source kernel with greedy: no variant and policy lowers its p99 "
                f"({best['p99_us'] + best['gain_p99_us']:,.1f} {us}) on this workload."]
     else:
-        out = [f"Make {_change(best)} first: it cuts the p99 makespan by {best['gain_p99_us']:,.1f} {us} "
+        out = [f"{_change(best)} first: it cuts the p99 makespan by {best['gain_p99_us']:,.1f} {us} "
                f"({best['gain_p99_pct']:.1f} % of the source kernel's with greedy; "
                f"[{best['gain_p99_min_us']:,.1f}, {best['gain_p99_max_us']:,.1f}] {us} over the profile's ranges), "
                f"and {_ub_cost(best, base)}."]
         kernel_only = ran[(ran["policy"] == "greedy") & (ran["variant"] != "baseline")]
         if best["policy"] != "greedy" and len(kernel_only):
             k = kernel_only.iloc[0]
-            out.append(f"The best kernel change alone (with greedy) is {k['variant']} ({k['fields']}): "
-                       f"{k['gain_p99_us']:,.1f} {us} at p99 [{k['gain_p99_min_us']:,.1f}, "
-                       f"{k['gain_p99_max_us']:,.1f}].")
+            interval = f"[{k['gain_p99_min_us']:,.1f}, {k['gain_p99_max_us']:,.1f}] {us}"
+            if k["gain_p99_us"] > 0:
+                out.append(f"The best kernel change alone (with greedy) is {k['variant']} ({k['fields']}): "
+                           f"{k['gain_p99_us']:,.1f} {us} off the p99, {interval}.")
+            else:
+                out.append(f"No kernel change alone (with greedy) lowers the p99: the closest, {k['variant']} "
+                           f"({k['fields']}), adds {-k['gain_p99_us']:,.1f} {us} (gain {interval}).")
     if "points_failed" in variants:
         for r in variants[variants["points_failed"] > 0].itertuples():
             out.append(f"{r.variant} raised a kernel diagnostic at {r.points_failed} of {meta['points']} profile "
@@ -48,9 +52,9 @@ def answer(table: pd.DataFrame, variants: pd.DataFrame, meta: dict, us: str = "Â
 
 def _change(row) -> str:
     if row["variant"] == "baseline":
-        return f"the dispatch policy {row['policy']} (no kernel change)"
+        return f"Change the dispatch policy to {row['policy']} (no kernel change)"
     policy = "" if row["policy"] == "greedy" else f" with the dispatch policy {row['policy']}"
-    return f"the kernel change {row['variant']} ({row['fields']}){policy}"
+    return f"Make the kernel change {row['variant']} ({row['fields']}){policy}"
 
 
 def _ub_cost(row, base) -> str:
