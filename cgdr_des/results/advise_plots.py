@@ -15,6 +15,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter
 
 from cgdr_des.results.palette import NEUTRAL, policy_colour
 from cgdr_des.results.plots import save_figure
@@ -27,7 +28,7 @@ MAX_BARS = 40
 def plot_gains(table: pd.DataFrame, path: str | Path, meta: dict) -> Path:
     """Bars of the p99 gain per (variant, policy) with their interval whiskers (module docstring)."""
     ran = table[table["gain_p99_us"].notna()].head(MAX_BARS)
-    fig = Figure(figsize=(9, 1.6 + 0.28 * max(len(ran), 1)), layout="constrained")
+    fig = Figure(figsize=(10, 1.6 + 0.28 * max(len(ran), 1)), layout="constrained")
     ax = fig.add_subplot()
     y = np.arange(len(ran))[::-1]
     gain = ran["gain_p99_us"].to_numpy(np.float64)
@@ -44,7 +45,8 @@ def plot_gains(table: pd.DataFrame, path: str | Path, meta: dict) -> Path:
     policies = list(dict.fromkeys(ran["policy"]))
     handles = [Patch(color=policy_colour(p), label=p) for p in policies]
     handles.append(Line2D([], [], marker="d", ls="none", color=NEUTRAL, label="p50 gain"))
-    ax.legend(handles=handles, fontsize=7, loc="lower right")
+    ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))  # µs with separators, no 1e6 offset
     skipped = table.loc[table["gain_p99_us"].isna(), ["variant", "status"]].drop_duplicates("variant")
     if len(skipped):
         note = "; ".join(f"{r.variant}: {r.status}" for r in skipped.itertuples())
