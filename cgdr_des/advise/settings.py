@@ -22,7 +22,8 @@ BASELINE = "baseline"
 @dataclass(frozen=True)
 class Setting:
     """One variant of the advice: its name, ``[kernel]`` fields and, when it fits UB, its scenario and
-    tiling; else ``status`` says why it was not run (``does not fit UB by N B``)."""
+    tiling; else ``status`` says why it was not run (``does not fit UB by N B``, or the diagnostic of a
+    variant that cannot be written for this shape)."""
 
     name: str
     fields: dict[str, Any]
@@ -88,9 +89,11 @@ def _setting(base, name: str, fields: dict[str, Any]) -> Setting:
 
     try:
         sc = base.with_changes({"kernel": fields})
-    except KernelDiagnostic:  # the variant's buffers overflow UB at the kept tiling
+    except KernelDiagnostic as exc:  # the variant's buffers overflow UB at the kept tiling, or it cannot be written
         short = _host_tiling(base, fields).ub_shortfall_bytes
-        return Setting(name, fields, None, None, f"does not fit UB by {short:,} B", short)
+        if short > 0:
+            return Setting(name, fields, None, None, f"does not fit UB by {short:,} B", short)
+        return Setting(name, fields, None, None, f"not run: {str(exc).partition(chr(10))[0][:200]}")
     except InputError as exc:  # no vStep leaves the host room for the variant's buffers
         if not exc.field.startswith("tiling."):
             raise
