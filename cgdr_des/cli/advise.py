@@ -90,7 +90,8 @@ def advice_lines(advice) -> list[str]:
             "chunk_us": f"per chunk {us}", "v_step": "vStep", "ub_needed_bytes": "UB B"}
     for c in ("v_step", "ub_needed_bytes"):  # integers, empty for a variant that did not run
         if c in v:
-            v[c] = v[c].astype("Int64")
+            v[c] = [f"{int(x):,}" if x == x else "-" for x in v[c]]
+    v["status"] = [t if len(t) <= 48 else t[:47] + "…" for t in v["status"]]  # the page has it whole
     v = v[[c for c in cols if c in v]].rename(columns=cols)
     lines += v.to_string(index=False, float_format=lambda x: f"{x:,.1f}", na_rep="-").splitlines()
     t = advice.table.head(TOP_ROWS)

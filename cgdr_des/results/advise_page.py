@@ -46,7 +46,8 @@ def answer(table: pd.DataFrame, variants: pd.DataFrame, meta: dict, us: str = "Â
                        f"points, left out of its intervals; the first: {r.point_error}")
     skipped = variants[variants["status"] != "ok"]
     if len(skipped):
-        out.append("Not run: " + "; ".join(f"{r.variant} ({r.status})" for r in skipped.itertuples()) + ".")
+        out.append("Not run: " + "; ".join(f"{r.variant} ({r.status.removeprefix('not run: ')})"
+                                           for r in skipped.itertuples()) + ".")
     return out
 
 
