@@ -128,7 +128,8 @@ def compare_measured(path: str | Path, hypotheses=HYPOTHESES, load=None, progres
 
 def _compare_one(m, sc, hyp: Hypothesis) -> dict:
     """The row of one measurement under one hypothesis (NaN and ``error`` where it cannot run)."""
-    row = {"shape": sc.name.removeprefix("measured_"), "hypothesis": hyp.name, "measured_us": m.latency_us}
+    row = {"shape": sc.name.removeprefix("measured_"), "profile": sc.hardware.profile, "hypothesis": hyp.name,
+           "measured_us": m.latency_us}
     try:
         p = predict(sc, hyp)
     except CgdrError as exc:  # a program this machine cannot run yet: say why, keep the rest

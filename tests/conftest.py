@@ -7,6 +7,7 @@ Test modules import the constants (``from conftest import TINY, SCENARIOS``; pyt
 
 from __future__ import annotations
 
+import signal
 import sys
 import tomllib
 from pathlib import Path
@@ -17,6 +18,11 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "cgdr_des"
 SCENARIOS = REPO / "scenarios"
 SWEEPS = SCENARIOS / "sweeps"
+
+# A shell that starts pytest in the background (``cmd &``) ignores SIGINT for it, and every child inherits
+# that: the Ctrl-C tests would then test nothing. Python's own handler back, as an interactive start has.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 if str(REPO) not in sys.path:  # analysis/ is a top-level folder of the repository, not an installed package
     sys.path.insert(0, str(REPO))

@@ -7,6 +7,7 @@ One module-scoped fixture runs each command once (real simulations of 1-2 short 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shutil
@@ -14,10 +15,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from matplotlib.figure import Figure
+from matplotlib.text import Text
 
 import cgdr_des.cli.sensitivity as cli_sens
 from cgdr_des.cli import main
 from cgdr_des.results.outdir import MANIFEST, check_complete
+from cgdr_des.scenario.sections import DEFAULT_PROFILE
 
 pytestmark = pytest.mark.slow
 
@@ -91,18 +95,113 @@ def outputs(tmp_path_factory) -> dict[str, Path]:
     real = cli_sens.sensitivity_of
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(cli_sens, "sensitivity_of", lambda s, fields, samples, seed: real(s, ["flag_cycles"], 2, seed))
-        _cli("run", sc, "--out", out["run"], "--with-range")
-    _cli("compare", sc, "--buffer-num", "1", "--buffer-num", "2", "--out", out["compare"])
-    _cli("compare", sc, "--kernel", "vector", "--kernel", "cube", "--out", out["compare_kernels"])
-    _cli("tail", tmp / "tail.toml", "--out", out["tail"], "--policy", "greedy,round_robin")
-    _cli("measured", tmp / "m.csv", "--hypotheses", "vector", "--out", out["measured"])
-    _cli("calibrate", tmp / "m.csv", "--fields", "vec_pipe_delay_cycles", "--out", out["calibrate"])
-    _cli("sensitivity", sc, "--fields", "flag_cycles,vec_pipe_delay_cycles", "--samples", "6",
-         "--out", out["sensitivity"])
-    _cli("sweep", tmp / "sweep.toml", "--workers", "0", "--out", out["sweep"])
-    _cli("advise", tmp / "tail.toml", "--out", out["advise"], "--variants", "state_db", "--policies", "greedy",
-         "--samples", "1", "--fields", "flag_cycles")
+        with _drawing(DRAWN["run"]):
+            _cli("run", sc, "--out", out["run"], "--with-range")
+    with _drawing(DRAWN["compare"]):
+        _cli("compare", sc, "--buffer-num", "1", "--buffer-num", "2", "--out", out["compare"])
+    with _drawing(DRAWN["compare_kernels"]):
+        _cli("compare", sc, "--kernel", "vector", "--kernel", "cube", "--out", out["compare_kernels"])
+    with _drawing(DRAWN["tail"]):
+        _cli("tail", tmp / "tail.toml", "--out", out["tail"], "--policy", "greedy,round_robin")
+    with _drawing(DRAWN["measured"]):
+        _cli("measured", tmp / "m.csv", "--hypotheses", "vector", "--out", out["measured"])
+    with _drawing(DRAWN["calibrate"]):
+        _cli("calibrate", tmp / "m.csv", "--fields", "vec_pipe_delay_cycles", "--out", out["calibrate"])
+    with _drawing(DRAWN["sensitivity"]):
+        _cli("sensitivity", sc, "--fields", "flag_cycles,vec_pipe_delay_cycles", "--samples", "6",
+             "--out", out["sensitivity"])
+    with _drawing(DRAWN["sweep"]):
+        _cli("sweep", tmp / "sweep.toml", "--workers", "0", "--out", out["sweep"])
+    with _drawing(DRAWN["advise"]):
+        _cli("advise", tmp / "tail.toml", "--out", out["advise"], "--variants", "state_db", "--policies", "greedy",
+             "--samples", "1", "--fields", "flag_cycles")
     return out
+
+
+#: command -> the pictures whose titles must name the scenario and the profile, and the scenario
+#: words they name (measured's scenarios are its shapes)
+TITLED = {
+    "run": (["range/tornado.png", "range/joint_makespan.png"], "tiny"),
+    "measured": (["measured.png"], "2 shapes"),
+    "sensitivity": (["tornado.png", "joint_makespan.png"], "tiny"),
+    "sweep": (["sweep_summary.png"], "short"),
+    "advise": (["advice_gain.png"], "tiny"),
+}
+#: command -> {picture's path: what its figure drew}, as the command drew them (filled by the fixture)
+DRAWN: dict[str, dict[str, dict]] = {command: {} for command in PICTURES}
+
+
+@contextlib.contextmanager
+def _drawing(drawn: dict[str, dict]):
+    """Record in ``drawn``, for every figure saved meanwhile, by its path: its ``titles`` (axes and
+    figure: what a reader sees on top of each PNG) and the titles, axis labels and legends that
+    reach outside the saved picture (``cut``: what a reader cannot read whole)."""
+    savefig = Figure.savefig
+
+    def record(fig, fname, *args, **kwargs):
+        saved = savefig(fig, fname, *args, **kwargs)
+        fig.set_dpi(kwargs.get("dpi") or fig.dpi)  # laid out and measured as the PNG was drawn
+        fig.canvas.draw()
+        path = re.sub(r"/\.([^/]+)\.\d+\.tmp\.png$", r"/\1", Path(fname).as_posix())  # a sweep's, before its rename
+        drawn[path] = {"titles": [fig.get_suptitle(), *(ax.get_title(loc) for ax in fig.axes
+                                                        for loc in ("left", "center", "right"))],
+                       "cut": _cut_off(fig)}
+        return saved
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(Figure, "savefig", record)
+        yield drawn
+
+
+def _cut_off(fig: Figure) -> list[str]:
+    """The titles, axis labels and legends of ``fig`` that reach past its edges (1 px of slack)."""
+    renderer = fig.canvas.get_renderer()
+    parts = [fig._suptitle, fig._supxlabel, fig._supylabel, *fig.legends]
+    for ax in fig.axes:
+        parts += [ax.title, ax._left_title, ax._right_title, ax.xaxis.label, ax.yaxis.label, ax.get_legend()]
+    box = fig.bbox
+    cut = []
+    for part in parts:
+        if part is None or not part.get_visible() or (isinstance(part, Text) and not part.get_text()):
+            continue
+        ext = part.get_window_extent(renderer)
+        if ext.x0 < box.x0 - 1 or ext.x1 > box.x1 + 1 or ext.y0 < box.y0 - 1 or ext.y1 > box.y1 + 1:
+            cut.append(part.get_text() if isinstance(part, Text) else "a legend")
+    return cut
+
+
+def _picture(drawn: dict[str, dict], name: str) -> dict:
+    """What was drawn into ``name`` (``range/tornado.png``: a path ending so)."""
+    found = [v for k, v in drawn.items() if k.endswith(f"/{name}")]
+    assert len(found) == 1, (name, list(drawn))
+    return found[0]
+
+
+def _names_scenario_and_profile(titles: list[str], scenario: str) -> bool:
+    return any(scenario in t and DEFAULT_PROFILE in t for t in titles)
+
+
+@pytest.mark.parametrize("command", list(TITLED))
+def test_titles_name_the_scenario_and_profile(outputs, tmp_path, command):
+    """As the command draws them, and as ``plot DIR`` redraws them from the saved files."""
+    names, scenario = TITLED[command]
+    for name in names:
+        titles = _picture(DRAWN[command], name)["titles"]
+        assert _names_scenario_and_profile(titles, scenario), (name, titles)
+    directory = tmp_path / command
+    shutil.copytree(outputs[command], directory)
+    redrawn: dict[str, dict] = {}
+    with _drawing(redrawn):
+        _cli("plot", directory)
+    for name in names:
+        titles = _picture(redrawn, name)["titles"]
+        assert _names_scenario_and_profile(titles, scenario), (name, titles)
+
+
+@pytest.mark.parametrize("command", list(PICTURES))
+def test_no_title_label_or_legend_runs_off_a_picture(outputs, command):
+    cut = {path: drawn["cut"] for path, drawn in DRAWN[command].items() if drawn["cut"]}
+    assert DRAWN[command] and not cut, cut
 
 
 def _files(directory: Path) -> list[str]:
@@ -171,3 +270,23 @@ def test_frames_md_names_every_file_of_each_command(outputs, command):
         if not any(re.search(rf"(?<![\w./]){re.escape(c)}(?![\w])", doc) for c in candidates):
             unnamed.append(name)
     assert not unnamed, f"docs/frames.md does not name {unnamed}"
+
+
+def test_read_result_reads_each_setting_of_a_comparison(outputs, tmp_path):
+    """A setting directory has no manifest of its own: read_result checks it against the comparison's."""
+    import pandas as pd
+
+    from cgdr_des.errors import InputError
+    from cgdr_des.results.export import read_result
+
+    for setting in ("buffer_num_1", "buffer_num_2"):
+        result = read_result(outputs["compare"] / setting)
+        assert result.meta["buffer_num"] == int(setting[-1])
+        pd.testing.assert_frame_equal(result.items, pd.read_parquet(outputs["compare"] / setting / "items.parquet"))
+    with pytest.raises(InputError, match="a run's output"):
+        read_result(outputs["compare"])  # the comparison itself is not one run
+    damaged = tmp_path / "compare"
+    shutil.copytree(outputs["compare"], damaged)
+    (damaged / "buffer_num_2" / "items.parquet").write_bytes(b"not parquet")
+    with pytest.raises(InputError, match="items.parquet differs"):
+        read_result(damaged / "buffer_num_2")

@@ -76,7 +76,7 @@ def assert_runs_agree(prof, phases) -> int:
     n = 0
     for records in phases:
         for run in compute_runs(records):
-            assert tuple(timer.time(run, dcache)) == fields(exact.machine_macro(run))
+            assert fields(timer.time(run, dcache)) == fields(exact.machine_macro(run))
             assert cache_state(dcache) == cache_state(exact.dcache)
             n += 1
     return n

@@ -75,6 +75,44 @@ def test_check_complete_finds_a_truncated_and_a_missing_file(tmp_path):
         od.check_complete(tmp_path)
 
 
+def test_check_readable_reads_a_part_through_the_enclosing_manifest(tmp_path):
+    """A setting directory of a comparison has no manifest of its own: the comparison's lists its files."""
+    fill(tmp_path, {"compare.csv": b"s\n", **{f"buffer_num_1/{k}": v for k, v in FILES.items()}})
+    od.write_manifest(tmp_path, "compare")
+    part = tmp_path / "buffer_num_1"
+    whole = od.check_complete(tmp_path)
+    assert od.check_readable(part) == {k: whole[f"buffer_num_1/{k}"] for k in FILES}
+    assert set(od.check_readable(tmp_path)) == set(od.check_complete(tmp_path))  # the whole, as before
+    (part / "summary.csv").write_bytes(b"a,b\n1,3\n")
+    with pytest.raises(InputError, match="summary.csv differs") as err:
+        od.check_readable(part, field="DIR")
+    assert err.value.value == str(part)
+
+
+def test_check_readable_refuses_a_directory_no_manifest_lists(tmp_path):
+    fill(tmp_path, {"compare.csv": b"s\n"})
+    od.write_manifest(tmp_path, "compare")
+    fill(tmp_path, {"extra/summary.csv": FILES["summary.csv"]})  # written after the manifest: not part of it
+    with pytest.raises(InputError, match="no manifest.json"):
+        od.check_readable(tmp_path / "extra")
+
+
+def test_a_part_of_an_output_is_not_replaced_alone(tmp_path):
+    """``run --out COMPARE/buffer_num_1 --force`` would leave the comparison's manifest listing files
+    that are no longer there: refused, nothing touched."""
+    fill(tmp_path, {"compare.csv": b"s\n", "buffer_num_1/meta.json": b"{}",
+                    "buffer_num_1/scenario.resolved.json": b"{}"})
+    od.write_manifest(tmp_path, "compare")
+    before = (tmp_path / "buffer_num_1" / "meta.json").stat().st_ino
+    assert od.enclosing_owner(tmp_path / "buffer_num_1") == "compare"
+    assert od.enclosing_owner(tmp_path) is None
+    with pytest.raises(InputError, match="part of the 'compare' output"), \
+            od.OutputDir(tmp_path / "buffer_num_1", force=True, command="run"):
+        pass
+    assert (tmp_path / "buffer_num_1" / "meta.json").stat().st_ino == before
+    od.check_complete(tmp_path)
+
+
 def test_check_complete_does_not_require_the_plots(tmp_path):
     """PNGs are drawn from the frames: listed, but a missing or redrawn one is no damage."""
     fill(tmp_path, FILES)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 import cgdr_des.results as results_pkg
+import cgdr_des.timing as timing_pkg
 from cgdr_des.cli.common import time_unit
 from cgdr_des.kernel.cube.program import PHASES as CUBE_PHASES
 from cgdr_des.kernel.program import PHASES
@@ -19,6 +20,7 @@ from cgdr_des.results.attribution import PARTS
 from cgdr_des.results.compare_plots import drawn_widths, part_shares
 from cgdr_des.results.palette import PHASE_COLOURS, phase_colour
 
+ROOT = Path(__file__).resolve().parents[1]
 LABELS = {p.label for p in PHASES} | {p.label for p in CUBE_PHASES}
 COLOUR = re.compile(r"^(#[0-9a-fA-F]{3,8}|C\d|tab:\w+|tab20[bc]?)$")
 
@@ -33,19 +35,26 @@ def _literals(tree: ast.AST):
                 yield ast.Constant(value="C0")
 
 
+#: every module that draws: the commands' plots, the tornado, the analysis report's figures
+PLOT_MODULES = sorted([*Path(results_pkg.__file__).parent.glob("*.py"), *Path(timing_pkg.__file__).parent.glob("*.py"),
+                       *(ROOT / "analysis" / "report").glob("*.py")])
+
+
 def test_no_plot_module_keeps_colours_or_phase_tables_of_its_own():
+    assert any(p.name == "tornado.py" for p in PLOT_MODULES) and any(p.name == "figures.py" for p in PLOT_MODULES)
     found = []
-    for path in sorted(Path(results_pkg.__file__).parent.glob("*.py")):
+    for path in PLOT_MODULES:
         if path.name == "palette.py":
             continue
+        where = path.relative_to(ROOT).as_posix()
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             if isinstance(node, ast.Dict | ast.List | ast.Tuple | ast.Set):
                 keys = node.keys if isinstance(node, ast.Dict) else node.elts
                 named = [k.value for k in keys if isinstance(k, ast.Constant) and k.value in LABELS]
                 if named:
-                    found.append(f"{path.name}:{node.lineno} phase names {named}")
-        found += [f"{path.name}:{c.lineno} colour {c.value!r}" for c in _literals(tree)
+                    found.append(f"{where}:{node.lineno} phase names {named}")
+        found += [f"{where}:{c.lineno} colour {c.value!r}" for c in _literals(tree)
                   if COLOUR.match(c.value)]
     assert not found, found
 

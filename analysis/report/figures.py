@@ -1,5 +1,6 @@
 """The report's figures: each title asks the question the figure answers, every axis has its unit,
-and a policy has the same colour everywhere (``POLICY_COLOURS``, shared with ``cgdr-des tail``)."""
+and every colour is the one ``cgdr_des.results.palette`` gives its meaning in the commands' plots too
+(a policy, a phase, a kernel variant, a range's end)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,12 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from cgdr_des.results.plots import save_figure
-from cgdr_des.results.tail_plots import POLICY_COLOURS, policy_colour
+from cgdr_des.results import palette
+from cgdr_des.results.palette import NEUTRAL, POLICY_COLOURS, policy_colour, range_end_colour, series_colour
+from cgdr_des.results.plots import plain_numbers, save_figure
 
+#: the phase claim (e) is about: the output tile's cast and copy out
+WRITE_OUT = "S6b_WriteOut"
 LAW_ORDER = ("fixed 1024", "lognormal σ=0.5", "lognormal σ=1", "lognormal σ=1.5", "zipf θ=1", "pareto α=1.5",
              "one long, rest short")
 
@@ -112,7 +116,7 @@ def long_tail(lt: pd.DataFrame, path: Path) -> Path:
     axes = fig.subplots(rows, cols, squeeze=False, sharey=True)
     for ax, policy in zip(axes.ravel(), policies, strict=False):
         p = lt[lt["policy"] == policy]
-        ax.bar(p["core"], p["fixed_us"] / 1e3, color="#dddddd", hatch="///", edgecolor="#777777",
+        ax.bar(p["core"], p["fixed_us"] / 1e3, color=palette.CONTEXT, hatch="///", edgecolor=NEUTRAL,
                label="per-item fixed work")
         ax.bar(p["core"], p["per_token_us"] / 1e3, bottom=p["fixed_us"] / 1e3, color=policy_colour(policy),
                label="length-dependent work")
@@ -144,12 +148,13 @@ def skew(sk: pd.DataFrame, path: Path, gpu_fla: float) -> Path:
         ax.bar(x, [part.loc[p, "penalty"] if p in part.index else np.nan for p in policies], width,
                color=[policy_colour(p) for p in policies], hatch=hatches[k % 4], edgecolor="white")
     ax.axhline(1.0, color="black", lw=0.8)
-    ax.axhline(gpu_fla, color="black", ls="--", lw=0.8)
-    ax.text(-0.4, gpu_fla, f"fla on H200, 8 heads: {gpu_fla:.2f}x", va="bottom", fontsize="small")
+    fla = ax.axhline(gpu_fla, color="black", ls="--", lw=0.8)
     ax.set_xticks(np.arange(len(policies)) + 0.4 - width / 2, policies, rotation=20)
     ax.set_ylabel("skewed ÷ even makespan (ratio)")
-    ax.legend([Patch(facecolor="#bbbbbb", hatch=hatches[k % 4], edgecolor="white") for k in range(len(groups))],
-              [f"{chip}, Nv = {nv}" for (chip, nv), _ in groups], fontsize="small", loc="upper right")
+    # outside the axes: the bars reach the top at both ends of the policy axis
+    ax.legend([*(Patch(facecolor=NEUTRAL, hatch=hatches[k % 4], edgecolor="white") for k in range(len(groups))), fla],
+              [*(f"{chip}, Nv = {nv}" for (chip, nv), _ in groups), f"fla on H200, 8 heads: {gpu_fla:.2f}x"],
+              fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
     ax.set_title("How much does splitting 32 768 tokens as 28 672 + 4 096 instead of 2 × 16 384 cost each policy?")
     return save_figure(fig, path)
 
@@ -161,12 +166,11 @@ def buffering(buf: pd.DataFrame, path: Path) -> Path:
     fig = Figure(figsize=(10, 4.8), layout="constrained")
     ax = fig.add_subplot()
     width = 0.8 / len(variants)
-    shades = ["#4c72b0", "#dd8452", "#55a868", "#c44e52"]
     for k, v in enumerate(variants):
         part = buf[buf["variant"] == v].set_index("shape")
         x = np.arange(len(shapes)) + k * width
         y = [part.loc[s, "makespan_us"] if s in part.index else np.nan for s in shapes]
-        ax.bar(x, y, width, color=shades[k % 4], label=v)
+        ax.bar(x, y, width, color=series_colour(k), label=v)
         for xi, s in zip(x, shapes, strict=True):
             if s in part.index:
                 ax.text(xi, part.loc[s, "makespan_us"], part.loc[s, "bounding_pipe"], ha="center", va="bottom",
@@ -174,6 +178,7 @@ def buffering(buf: pd.DataFrame, path: Path) -> Path:
     ax.set_xticks(np.arange(len(shapes)) + 0.4 - width / 2, [s.replace(" (", "\n(") for s in shapes],
                   fontsize="small")
     ax.set_ylabel("makespan (µs)")
+    plain_numbers(ax.yaxis)
     ax.legend(fontsize="small")
     ax.set_title("Does double buffering or prefetch shorten the shipped shapes? (label: the busiest pipe)")
     return save_figure(fig, path)
@@ -258,25 +263,27 @@ def claim_d(laws: pd.DataFrame, path: Path) -> Path:
 
 def claim_e(ops_by_variant: dict, path: Path, half: int = 2500) -> Path:
     """Core 0's V and MTE3 activity around its second output write-out, one row per kernel variant
-    (write-out work dark, other phases light)."""
+    (write-out work in its phase's colour, outlined; other phases grey)."""
     fig = Figure(figsize=(10, 1.7 * len(ops_by_variant) + 1.2), layout="constrained")
     axes = fig.subplots(len(ops_by_variant), 1, squeeze=False)[:, 0]
     for ax, (label, ops) in zip(axes, ops_by_variant.items(), strict=True):
         o = ops[(ops["core"] == 0) & ~ops["op"].astype(str).str.startswith(("WaitFlag", "SetFlag"))]
-        out = o[(o["pipe"] == "MTE3") & (o["op"] == "DataCopy:UB2GM") & (o["phase"] == "S6b_WriteOut")]
+        out = o[(o["pipe"] == "MTE3") & (o["op"] == "DataCopy:UB2GM") & (o["phase"] == WRITE_OUT)]
         centre = int(out.sort_values("start")["start"].iloc[min(1, len(out) - 1)])
         for y, pipe in ((1, "V"), (0, "MTE3")):
             seg = o[(o["pipe"] == pipe) & (o["end"] > centre - half) & (o["start"] < centre + half)]
-            for write_out, part in seg.groupby(seg["phase"] == "S6b_WriteOut"):
+            for write_out, part in seg.groupby(seg["phase"] == WRITE_OUT):
                 ax.broken_barh(list(zip(part["start"] - centre, part["end"] - part["start"], strict=True)),
-                               (y - 0.35, 0.7), color="#dd8452" if write_out else "#4c72b0",
-                               label="WriteAttnTileToGm (Cast, copy out)" if write_out else "other phases")
+                               (y - 0.35, 0.7), color=palette.phase_colour(WRITE_OUT) if write_out else NEUTRAL,
+                               edgecolor="black" if write_out else "none", linewidth=0.6,
+                               label=f"{WRITE_OUT}: WriteAttnTileToGm (Cast, copy out)" if write_out
+                               else "other phases")
         ax.set_yticks([0, 1], ["MTE3", "V"])
         ax.set_xlim(-half, half)
         ax.set_title(label, fontsize="small")
     handles, labels = axes[0].get_legend_handles_labels()
     unique = dict(zip(labels, handles, strict=True))
-    axes[0].legend(list(unique.values()), list(unique), fontsize="x-small", loc="upper left")
+    fig.legend(list(unique.values()), list(unique), fontsize="small", loc="outside lower center", ncols=2)
     axes[-1].set_xlabel("cycles from the start of core 0's second output copy (MTE3, UB → GM)")
     fig.suptitle("(e) With one out-queue buffer, is Cast → MTE3 → free serial, and does V wait for it?")
     return save_figure(fig, path)
@@ -291,15 +298,19 @@ def sensitivity(sens: pd.DataFrame, policy: str, path: Path, top: int = 12) -> P
     order = oat.groupby("param")["delta"].max().sort_values(ascending=False).index[:top][::-1]
     fig = Figure(figsize=(8, 0.35 * len(order) + 2), layout="constrained")
     ax = fig.add_subplot()
+    labelled = set()
     for y, param in enumerate(order):
         for _, r in oat[oat["param"] == param].iterrows():
-            ax.plot([100 * nominal, 100 * r["p99_gain"]], [y, y], color=policy_colour(policy), lw=4,
-                    alpha=0.9 if r["end"] == "high" else 0.45)
+            end = "low" if r["end"] == "low" else "high"  # a choice's alternative counts as its high end
+            at = y + (-0.17 if end == "low" else 0.17)  # side by side: ends that move the same way both show
+            ax.plot([100 * nominal, 100 * r["p99_gain"]], [at, at], color=range_end_colour(end), lw=4,
+                    solid_capstyle="butt", label=None if end in labelled else f"field at its {end} end")
+            labelled.add(end)
     ax.axvline(100 * nominal, color="black", lw=0.8)
     ax.axvspan(100 * s["p99_gain"].min(), 100 * s["p99_gain"].max(), color="gray", alpha=0.15,
                label="interval over every run (ends and joint samples)")
     ax.set_yticks(range(len(order)), list(order), fontsize="small")
-    ax.set_xlabel(f"p99 gain of {policy} over greedy (%); dark: high end, light: low end")
+    ax.set_xlabel(f"p99 gain of {policy} over greedy (%), each field alone at an end of its range")
     ax.legend(fontsize="small", loc="lower right")
     ax.set_title(f"How sure is {policy}'s p99 gain, given the profile's declared ranges?")
     return save_figure(fig, path)

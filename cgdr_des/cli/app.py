@@ -17,13 +17,22 @@ output directory being staged is removed, pool workers are ended); then one line
 ``interrupted: <command> stopped; ...``, and exit 130 (SIGINT) or 143 (SIGTERM), the shell's
 128 + signal number. A second signal during that cleanup is ignored, so the cleanup finishes.
 
+A closed reader ends a command as it ends a Unix tool: ``cgdr-des schema | head`` stops at the first
+write after ``head`` has gone, quietly (nothing on stderr), its ``with`` blocks cleaned up as after an
+interrupt, with exit code 141 (128 + SIGPIPE, what ``cat`` or ``grep`` report; a shell without
+``pipefail`` reports ``head``'s 0 for the pipeline).
+
 Each command lives in its own module of this package and registers itself on :data:`main` when
 ``cgdr_des.cli`` is imported.
 """
 
 from __future__ import annotations
 
+import errno
+import os
+import select
 import signal
+import sys
 import threading
 import traceback
 from contextlib import contextmanager
@@ -32,6 +41,8 @@ import click
 
 from cgdr_des.errors import CgdrError, one_line
 
+#: the exit code when stdout's or stderr's reader has gone (``| head``): 128 + SIGPIPE, as a Unix tool's
+CLOSED_READER_EXIT = 128 + 13
 #: numpy raises ValueError for shapes whose byte size overflows; these fragments identify it.
 _SIZE_ERRORS = ("array is too big", "maximum supported dimension", "negative dimensions")
 
@@ -48,14 +59,77 @@ def user_caused(exc: BaseException) -> str | None:
     return None
 
 
+def reader_gone(exc: BaseException) -> bool:
+    """Whether ``exc`` is a write to stdout or stderr after its reader closed the pipe (EPIPE, and the
+    stream's descriptor polls as an error: a broken pipe to a pool worker is not a closed reader)."""
+    if not (isinstance(exc, OSError) and exc.errno == errno.EPIPE):
+        return False
+    return bool(_closed_fds())
+
+
+def _closed_fds() -> list[int]:
+    """Of stdout and stderr, the descriptors that are pipes whose reader has gone (POLLERR)."""
+    if not hasattr(select, "poll"):
+        return [1]
+    poll = select.poll()
+    for fd in (1, 2):
+        poll.register(fd, select.POLLOUT)
+    return [fd for fd, events in poll.poll(0) if events & select.POLLERR]
+
+
+@contextmanager
+def closed_reader_exits(ctx: click.Context):
+    """A write to a stdout or stderr whose reader has gone ends the block, and the command, quietly."""
+    try:
+        yield
+    except OSError as exc:
+        if not reader_gone(exc):
+            raise
+        _end_quietly(ctx)
+
+
+def _end_quietly(ctx: click.Context) -> None:
+    """Exit 141, the closed descriptors pointed at /dev/null first (so that the interpreter's last
+    flush of what is still buffered cannot complain)."""
+    _silence_closed()
+    ctx.exit(CLOSED_READER_EXIT)
+
+
+def _silence_closed() -> None:
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for fd in _closed_fds():
+        os.dup2(devnull, fd)
+    os.close(devnull)
+
+
 class _Cli(click.Group):
     """A group that applies the error contract of the module docstring."""
+
+    def main(self, *args, **kwargs):
+        """Click's main, then a flush of what is still buffered for stdout while a closed reader can
+        still end quietly (see the module docstring)."""
+        try:
+            return super().main(*args, **kwargs)
+        finally:
+            try:
+                sys.stdout.flush()
+            except OSError as exc:
+                if not reader_gone(exc):
+                    raise
+                _silence_closed()
+                raise SystemExit(CLOSED_READER_EXIT) from None  # replaces click's own exit
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """The group's own options; ``--help`` and ``--version`` write here, before :meth:`invoke`."""
+        with closed_reader_exits(ctx):
+            return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context):
         """Run the command; bad input, diagnostics and usage errors become one stderr line and exit 2;
         an interrupt one line and exit 130 (143 for SIGTERM)."""
         verbose = bool(ctx.params.get("verbose"))
-        with signals_raise():  # until the one line is printed: a second Ctrl-C cannot cut it
+        # closed_reader_exits: an error line written to a closed stderr (``2>&1 | head``) ends quietly too
+        with signals_raise(), closed_reader_exits(ctx):  # until the one line is printed: a second Ctrl-C cannot cut it
             try:
                 return super().invoke(ctx)
             except (KeyboardInterrupt, click.exceptions.Abort) as exc:
@@ -141,6 +215,8 @@ def _usage_message(exc: click.UsageError) -> str:
 
 
 def _report(ctx: click.Context, exc: Exception, verbose: bool) -> None:
+    if reader_gone(exc):
+        _end_quietly(ctx)
     message = user_caused(exc)
     if verbose:
         click.echo(traceback.format_exc().rstrip(), err=True)

@@ -26,8 +26,10 @@ from cgdr_des.errors import InputError, KernelDiagnostic
               help="buffer_num values to compare: --buffer-num 1 2 (default 1 2 without --variant).")
 @click.option("--variant", "variants", multiple=True, metavar="NAME",
               help="A kernel variant: baseline, buffer_num2, buffer_num2_same, prefetch, prefetch_same, "
-                   "state_db, state_db_same, all_same, or field=value[,field=value] over buffer_num, "
-                   "keep_tiling, prefetch, state_double_buffer (repeatable).")
+                   "state_db, state_db_same, all_same, sub, state_rows_2d, state_load_dma, query_rows_ub, "
+                   "state_store_dma, attn_dots_row, code_all, or field=value[,field=value] over buffer_num, "
+                   "keep_tiling, prefetch, state_double_buffer, sub, state_rows, state_load, query_rows, "
+                   "state_store, attn_dots (repeatable).")
 @click.option("--kernel", "kernels", multiple=True, type=click.Choice(["vector", "cube", "cube-pre1174"]),
               help="Compare kernel programs instead: --kernel vector --kernel cube (timing only; "
                    "docs/kernel-cube.md).")
@@ -140,7 +142,8 @@ def _report(table, out: Path, ran: list[str]) -> None:
     click.echo(shown.to_string(index=False))
     for sentence in table["cause"]:
         click.echo(f"why        {sentence}")
-    click.echo(f"outputs    {out}: compare.csv, compare.parquet, critical_path.png, chunk_gantt.png, "
+    pictures = sorted(p.name for p in out.glob("*.png"))  # buffer_compare.png only with --buffer-num
+    click.echo(f"outputs    {out}: compare.csv, compare.parquet, {', '.join(pictures)}, "
                + ", ".join(f"{n}/" for n in ran))
 
 

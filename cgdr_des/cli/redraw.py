@@ -110,7 +110,8 @@ def draw_sensitivity(directory: Path) -> list[Path]:
 
     runs = pd.read_parquet(directory / "samples.parquet")
     summary = json.loads((directory / "interval.json").read_text(encoding="utf-8"))
-    study = Sensitivity(summary["scenario"], runs, tuple(summary["params"]), summary["seed"])
+    study = Sensitivity(summary["scenario"], runs, tuple(summary["params"]), summary["seed"],
+                        summary.get("profile") or "")
     return [plot_tornado(study, directory / "tornado.png"), plot_joint_makespan(runs, summary, directory / FILE)]
 
 
@@ -142,7 +143,8 @@ def draw_sweep(directory: Path, target: Path | None = None) -> list[Path]:
         return []
     params = list(dict.fromkeys(k for p in info.get("points", []) for k in p.get("params", {})))
     return [plot_sweep_summary(pd.read_parquet(summary_file), params, target or directory / FILE,
-                               name=info.get("name", ""))]
+                               name=info.get("name", ""), scenario=info.get("scenario", ""),
+                               profiles=info.get("profiles", ()))]
 
 
 #: command -> the files its plots are drawn from (checked before anything heavy is imported)

@@ -53,6 +53,11 @@ Reported as :meth:`~cgdr_des.hw.core.Core.stats` reports them, minus ``kernel_la
 the latest end of anything V executed (both 0 if V ran nothing). ``counts`` are the
 :func:`~cgdr_des.isa.record_kind` tallies, a Scalar weighted by its count.
 
+A busy V (``scan``'s ``v_free`` / ``v_done``): the scan starts with V free and done at those cycles
+instead of the launch cycle, its queue's earlier entries taken as gone; the phase compiler's late
+scan (:mod:`cgdr_des.hw.phase`, "A run met by a busy V") uses it. ``v_free`` in the result is V's
+free cycle after the run (its last issue), which ``v_end`` passes by the last op's latency.
+
 A WaitFlag with no earlier set left to consume, a set never waited in the run (the run is not
 :func:`~cgdr_des.hw.phase.balanced`), a set under the ``stall`` policy while the previous set is
 still pending (the machine deadlocks), a record outside the compute subset when the whole run is
@@ -98,6 +103,7 @@ class RunTiming(NamedTuple):
     s_stall: int
     v_busy: int
     v_stall: int
+    v_free: int = 0     # V's free cycle after the run (its last issue; ``v_end`` adds the last latency)
 
 
 class ComputeRunTimer:
@@ -124,17 +130,23 @@ class ComputeRunTimer:
             raise KernelDiagnostic(f"record #{stop} ({type(run[stop]).__name__}) is not a compute record")
         return timing
 
-    def scan(self, records: list, start: int, dcache) -> tuple[RunTiming, int]:
-        """Time the maximal compute run beginning at ``records[start]``; returns (timing, end index)."""
+    def scan(self, records: list, start: int, dcache, v_free: int = 0, v_done: int = 0) -> tuple[RunTiming, int]:
+        """Time the maximal compute run beginning at ``records[start]``; returns (timing, end index).
+        ``v_free``, ``v_done``: V still busy with earlier work as the run begins, free to issue that
+        many cycles after S's start and done with it all ``v_done`` cycles after (the queue's earlier
+        entries taken as dequeued); 0 and 0 for an idle V."""
         t0 = self.profile.kernel_launch_cycles
         st = ScanState(t0, self.profile.queue_depth, self.profile.event_ids_per_hard_event)
+        st.free = t0 + v_free
+        st.done = st.cov = t0 + max(v_free, v_done)
         stop = self._walk(records, start, st, dcache)
         if any(any(pending) for pending, _ in st.flags.values()):
             raise KernelDiagnostic("a SetFlag of the run is not waited in it")
         counts = record_counts(st.scalar_n, st.n_vec, st.n_bar, st.n_ld, st.n_st, st.n_sets)
         if st.first is None:
             return RunTiming(st.t - t0, 0, 0, counts, st.s_stall, 0, 0), stop
-        return RunTiming(st.t - t0, st.first - t0, st.done - t0, counts, st.s_stall, st.v_busy, st.v_stall), stop
+        return RunTiming(st.t - t0, st.first - t0, st.done - t0, counts, st.s_stall, st.v_busy, st.v_stall,
+                         st.free - t0), stop
 
     def _walk(self, records: list, start: int, st: ScanState, dcache, seen: list | None = None) -> int:
         """Advance ``st`` through ``records[start:]`` up to the first record outside the compute subset;

@@ -165,3 +165,14 @@ def record_counts(scalar_n: dict, n_vec: int, n_bar: int, n_ld: int, n_st: int, 
     pairs += [(side + ev, n) for ev, n in n_sets.items() for side in ("set_", "wait_")]
     out.update((key, n) for key, n in pairs if n)
     return tuple(sorted(out.items()))
+
+
+def late_cycle(idle: int, a: int, d: int, k: int | None) -> int:
+    """A replayed run's cycle (S's end, V's end or V's free; :class:`~cgdr_des.hw.phase.TimedMacro`)
+    when V meets its V part at ``a`` with all earlier V work done at ``d``: ``idle`` (the cycle with
+    V idle, shifted to this replay) or ``k`` cycles after the later of the two, if later (None: no
+    path from V's start to it)."""
+    if k is None:
+        return idle
+    start = a if a > d else d
+    return start + k if start + k > idle else idle

@@ -202,6 +202,8 @@ def _describe_s(su: ScalarUnit | None) -> str:
         what = f"waits in {flag_name('WaitFlag', obj)} for a SetFlag that never comes{_lost(obj)}"
     elif su.wait_kind == "set":
         what = f"waits in {flag_name('SetFlag', obj)} for the previous set to be consumed"
+    elif su.wait_kind == "macro":
+        what = "waits for V to reach the V part of a replayed compute run"
     elif su.wait_kind == "room":
         what = f"waits for a free slot in the full {obj.name} queue ({len(obj.q.items)} entries)"
     else:

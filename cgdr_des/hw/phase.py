@@ -24,12 +24,32 @@ The compiler emits :class:`TimedMacro`, a Macro that also carries how the run's 
 busy and stalled cycles, so per-pipe utilisation agrees with ``instr`` (a plain Macro counts its
 whole span as busy).
 
-What is lost against ``instr``: inside a run, the scalar unit's V->S waits assume V was idle when
-the run began; the run's V work starts only when V has finished issuing what came before (no overlap
-with the previous run's last latency). On sole chunks of a few tokens that costs up to ~0.6 % of
-makespan. A run whose flags are not balanced within it (a set consumed, or a wait satisfied, outside
-the run) or that cannot be timed alone (a diagnostic) is kept explicit, so it is timed exactly; so
-is a run of a single record.
+A run met by a busy V. The idle timing alone would let S go through the run's V->S waits as if V
+were idle when the run began. So each run is scanned once more (:meth:`PhaseCompiler._late_scans`),
+with V free and done past everything the idle run timed. Every cycle the timer computes is a max of
+sums of nonnegative costs and of its inputs, so S's end, V's end and V's free after the run are each
+``max(idle, a + k)`` in the cycle ``a`` V can start the run's V part (k = -inf where no path leads
+from there): the scan gives every k (:func:`late_numbers`), and the replay is exact for every
+backlog. The V pipe tells the scalar unit when it reaches the Macro's V part (one SimPy event per
+Macro whose S waits for V, held by ``TimedMacro.s_waits``). What remains: ``a`` is taken as the
+later of V's free and done cycles, an upper bound by at most the last op's latency where V's
+earlier work ends past its free cycle (not after the kernel's runs, which end on a barrier); and the
+late scan takes V's earlier queue entries as gone, so an entry that leaves V's queue only as it ends
+(a PipeBarrier<V> still waiting) holds a slot the replay does not see (a few cycles;
+tests/test_phase_late.py holds both).
+
+DataCopy runs (:func:`merge_dma_runs`): the last ``queue_depth + 1`` calls of a run of like
+DataCopy calls stay apart, so S's stalls on a full MTE queue are ``instr``'s; the calls before them
+are one burst (``repeat``), whose first-byte and bandwidth timing approximates the separate calls.
+
+Against ``instr`` (analysis/benchmarks/bench_phase_variants.py, every kernel variant on six small
+launches, two profiles): makespan within 0.03 % (3.4 % with the idle-V timing of earlier versions),
+and each variant's saving over the baseline within 5 % of ``instr``'s (state_double_buffer on dk =
+64, one 130-token item: 2 085 cycles at phase, 2 131 at instr; 47 140 with the idle-V timing). The
+late scan is a second scan of each compiled run: a whole phase run takes ~1.5x the CPU time
+(representative 1.54, long_t1024 1.46, long_tail 1.50; the benchmark prints the first). A run whose flags are not
+balanced within it (a set consumed, or a wait satisfied, outside the run) or that cannot be timed
+alone (a diagnostic) is kept explicit, so it is timed exactly; so is a run of a single record.
 
 Data cache, two ways. By default (``compile(records)``) ScalarGm hits and misses are those of the
 compiler's one shared cache, carried from one isolated run to the next in the order the runs are
@@ -82,6 +102,15 @@ class TimedMacro(Macro):
     s_stall: int = 0
     v_busy: int = 0
     v_stall: int = 0
+    #: V's free cycle after the run (its last issue, before the last op's latency; None: ``v_end``)
+    v_free: int | None = None
+    #: how the run's S end, V end and V free move when V is still busy as the run begins (its V part
+    #: starts at ``a`` past its idle start, or V's earlier work ends at ``d`` past that): for each
+    #: of the three, the cycles after ``max(a, d)`` it cannot be earlier than, None where no path
+    #: leads there (:func:`late_numbers`). None: the run hands V nothing.
+    late: tuple | None = None
+    #: S's end depends on when V gets to the run (``late[0]`` is not None)
+    s_waits: bool = False
 
 
 def balanced(run: list) -> bool:
@@ -99,18 +128,43 @@ def balanced(run: list) -> bool:
     return not any(pending.values())
 
 
-def merge_dma_runs(records: list) -> list:
+def merge_dma_runs(records: list, singles: int = 0) -> list:
     """Consecutive DataCopy calls of one direction and one parameter set, with nothing between
-    them, become one Dma with ``repeat`` (first addresses kept; nbytes summed)."""
+    them, become one Dma with ``repeat`` (first addresses kept; nbytes summed), but for the last
+    ``singles`` calls of each such run, kept one by one.
+
+    Why keep ``queue_depth + 1`` singles: the scalar unit hands the k calls of a run to a queue of
+    ``queue_depth`` = q slots and leaves the run when the call q + 1 places before the last one
+    starts (a full queue stalls each hand-over until the entry q places back starts). A burst
+    stands for all of its calls in one slot, so a run merged whole lets S go on at once, while at
+    ``instr`` it waits for the pipe to work down the run (all_same's state write-back: S held
+    ~22 000 cycles at instr, none at phase). With the last q + 1 calls kept, the entry q places
+    before the last is the call q + 1 before the last, as at ``instr``."""
     out: list = []
+    start = 0       # where the current run of like DataCopy calls begins in ``out``
     for rec in records:
         prev = out[-1] if out else None
         if (type(rec) is Dma and type(prev) is Dma and prev.direction == rec.direction
                 and prev.params == rec.params):
-            out[-1] = replace(prev, nbytes=prev.nbytes + rec.nbytes, repeat=prev.repeat + rec.repeat)
-        else:
             out.append(rec)
+            continue
+        _merge_head(out, start, singles)
+        start = len(out)
+        out.append(rec)
+    _merge_head(out, start, singles)
     return out
+
+
+def _merge_head(out: list, start: int, singles: int) -> None:
+    """Merge ``out[start:]`` (a run of like Dma, or one other record) into one burst, but for its
+    last ``singles`` calls."""
+    stop = len(out) - singles
+    if stop - start < 2 or type(out[start]) is not Dma:
+        return
+    head = out[start]
+    for rec in out[start + 1:stop]:
+        head = replace(head, nbytes=head.nbytes + rec.nbytes, repeat=head.repeat + rec.repeat)
+    out[start:stop] = [head]
 
 
 def is_compute(rec) -> bool:
@@ -148,6 +202,10 @@ class PhaseCompiler:
     #: phases hand loops of like iterations over as isa.Repeat (the timer extrapolates them; every
     #: path to the machine expands them first)
     accepts_repeat = True
+    #: time each run's dependence on a busy V (TimedMacro.late) and keep the last queue_depth + 1
+    #: calls of a DataCopy run apart (merge_dma_runs). False: the V-idle model of earlier versions,
+    #: for the benchmark that measures what this costs and buys (analysis/benchmarks/bench_phase_variants.py)
+    late_v = True
 
     def __init__(self, profile: Profile, name: str = "compute", *, exact_machine: bool = False) -> None:
         self.profile, self.name = profile, name
@@ -158,6 +216,8 @@ class PhaseCompiler:
         # machine follows (a lost set usually means a deadlock the machine must report anyway)
         fast = not exact_machine and not DOUBLE_SET[profile.flag_double_set].lose
         self.timer = ComputeRunTimer(profile) if fast else None
+        # the late numbers (TimedMacro.late) come from the timer on either path
+        self.late_timer = None if DOUBLE_SET[profile.flag_double_set].lose else (self.timer or ComputeRunTimer(profile))
         self.compiled_runs = 0
         self.kept_runs = 0
 
@@ -177,7 +237,7 @@ class PhaseCompiler:
         self.dcache = self.shared_dcache if core is None else self.core_dcache(core)
         records = records if type(records) is list else list(records)
         out = self._compile_machine(expand(records)) if self.timer is None else self._compile_fast(records)
-        return merge_dma_runs(out)
+        return merge_dma_runs(out, self.profile.queue_depth + 1 if self.late_v else 0)
 
     def touch(self, records: list, core: int) -> bytes:
         """Pass ``records``' GM traffic through core ``core``'s own data cache: its DataCopy calls
@@ -213,14 +273,18 @@ class PhaseCompiler:
         if self.timer is not None:
             saved = self.dcache.state()
             try:
-                return self._timed(self.timer.time(run, self.dcache))
+                timing = self.timer.time(run, self.dcache)
+                return self._timed(timing, self._late_scans(run, 0, timing, saved))
             except KernelDiagnostic:
                 self.dcache.restore(saved)
         return self.machine_macro(run)
 
     def machine_macro(self, run: list) -> TimedMacro:
-        """:meth:`macro` by the machine itself."""
+        """:meth:`macro` by the machine itself; its ``v_free`` and ``late`` numbers by the one-pass
+        timer (None where it cannot answer: the ``lost`` flag policy, a diagnosed run), which the
+        tests hold to the machine behind a V held busy (tests/test_phase_late.py)."""
         run = expand(run)
+        saved = self.dcache.state()
         result = self.machine.run([run], dcaches=[self.dcache])
         core, t0 = result.cores[0], self.profile.kernel_launch_cycles
         ran_v = core["first_V"] is not None
@@ -229,8 +293,37 @@ class PhaseCompiler:
         counts = Counter()
         for rec in run:
             counts[record_kind(rec)] += rec.count if type(rec) is Scalar else 1
-        return TimedMacro(self.name, core["busy_S"] + core["stall_S"], v_start, v_end,
-                          tuple(sorted(counts.items())), core["stall_S"], core["busy_V"], core["stall_V"])
+        timing = RunTiming(core["busy_S"] + core["stall_S"], v_start, v_end, tuple(sorted(counts.items())),
+                           core["stall_S"], core["busy_V"], core["stall_V"], v_end)
+        late = None
+        if self.late_timer is not None and v_end > v_start:
+            after = self.dcache.state()
+            self.dcache.restore(saved)
+            try:
+                idle, _ = self.late_timer.scan(run, 0, self.dcache)
+                timing = timing._replace(v_free=idle.v_free)
+                late = self._late_scans(run, 0, timing, saved, self.late_timer)
+            except KernelDiagnostic:
+                late = None
+            self.dcache.restore(after)
+        return self._timed(timing, late)
+
+    def _late_scans(self, records: list, i: int, timing: RunTiming, saved, timer=None) -> tuple | None:
+        """The ``late`` numbers of the run at ``records[i]`` (:func:`late_numbers`): scanned again
+        with V busy until after the idle run's span, from the data cache ``saved`` before the run
+        (left as it was found); None if V does nothing in the run or the scan is diagnosed."""
+        if timing.v_end <= timing.v_start or not self.late_v:
+            return None
+        timer = timer or self.timer
+        after, x = self.dcache.state(), late_start(timing)
+        try:
+            self.dcache.restore(saved)
+            busy, _ = timer.scan(records, i, self.dcache, x, x)
+        except KernelDiagnostic:
+            return None
+        finally:
+            self.dcache.restore(after)
+        return late_numbers(timing, x, busy)
 
     def _compile_fast(self, records: list) -> list:
         """Runs found and timed by the fast timer's scan; the records between them copied."""
@@ -258,11 +351,13 @@ class PhaseCompiler:
             out.extend(self._compile_machine(expand(records[i:j])))   # a Repeat's body may break the run
             return j
         self.compiled_runs += 1
-        out.append(self._timed(timing))
+        out.append(self._timed(timing, self._late_scans(records, i, timing, saved)))
         return j
 
-    def _timed(self, r: RunTiming) -> TimedMacro:
-        return TimedMacro(self.name, r.s_cycles, r.v_start, r.v_end, r.counts, r.s_stall, r.v_busy, r.v_stall)
+    def _timed(self, r: RunTiming, late: tuple | None = None) -> TimedMacro:
+        waits = late is not None and late[0] is not None
+        return TimedMacro(self.name, r.s_cycles, r.v_start, r.v_end, r.counts, r.s_stall, r.v_busy, r.v_stall,
+                          r.v_free, late, waits)
 
     def _compile_machine(self, records: list) -> list:
         """Maximal compute runs cut by :func:`is_compute`, each handed to :meth:`_replace`."""
@@ -292,6 +387,28 @@ class PhaseCompiler:
             return run
         self.compiled_runs += 1
         return [m]
+
+
+def late_start(r: RunTiming) -> int:
+    """When V is taken to free up in the late scans of a run (cycles after S's start): past
+    everything the idle run timed, so that every path from V's start to an output shows."""
+    return max(r.s_cycles, r.v_start, r.v_end) + 1
+
+
+def late_numbers(idle: RunTiming, x: int, busy: RunTiming) -> tuple:
+    """A TimedMacro's ``late``: for S's end, V's end and V's free, the cycles after V's start that
+    each cannot be earlier than, None where no path leads there; from the idle timing ``idle`` and
+    the scan with V free and done at ``x`` (``busy``, :func:`late_start`).
+
+    Why two timings give every backlog. Each cycle the timer computes is a max of sums of
+    nonnegative costs and of its inputs, so an output is ``max(c, a + k_a, d + k_d)`` in V's free
+    ``a`` and done ``d`` as the run's V part meets V (k = -inf without a path), and equals the idle
+    timing for an idle V. At ``x`` past every idle output, ``busy`` shows ``x + max(k_a, k_d)`` if a
+    path exists and the idle output otherwise. The replay takes ``max(a, d) + max(k_a, k_d)``: exact
+    when ``d <= a`` (the run before ended on a barrier, as the kernel's do, or a Macro whose V part
+    ends with its last issue), an upper bound by at most ``d - a`` (the last op's latency) else."""
+    outs = ((idle.s_cycles, busy.s_cycles), (idle.v_end, busy.v_end), (idle.v_free, busy.v_free))
+    return tuple(late - x if late > base else None for base, late in outs)
 
 
 def gm_accesses(records: list) -> list[tuple]:

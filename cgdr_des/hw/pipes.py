@@ -31,6 +31,7 @@ blocked on WaitFlags and barriers.
 
 from __future__ import annotations
 
+from cgdr_des.hw.compute_state import late_cycle
 from cgdr_des.hw.diagnostics import at
 from cgdr_des.hw.flags import DOUBLE_SET, double_set_at_wait, record_set
 from cgdr_des.hw.hazards import Timed
@@ -135,6 +136,11 @@ def vector_pipe(core, P: PipeState):
             elif code == MAC:   # a Macro's V part holds V for its span; busy/stall as timed alone
                 a = deq = arrival(free, issued)
                 end = free = a + y
+                late = getattr(rec, "late", None)
+                if late is not None:    # V's free/done when the run began move its end (TimedMacro)
+                    free, end = macro_v_part(rec, issued, a, done, late)
+                    if x is not None:       # the scalar unit waits to know when (TimedMacro.s_waits)
+                        x.succeed((a, done))
                 busy += getattr(rec, "v_busy", y)
                 stall += getattr(rec, "v_stall", 0)
                 cov = end if end > cov else cov
@@ -166,6 +172,13 @@ def vector_pipe(core, P: PipeState):
             span.add(span.start, span_end, nd - span_k)
             span = None
         yield _wait_for_work(core, P)
+
+
+def macro_v_part(rec, issued: int, a: int, done: int, late: tuple) -> tuple[int, int]:
+    """V's free and end cycles after a TimedMacro's V part, issued at ``issued`` and met by V at
+    ``a`` with its earlier work done at ``done`` (:func:`~cgdr_des.hw.compute_state.late_cycle`)."""
+    shift = issued - rec.v_start
+    return late_cycle(shift + rec.v_free, a, done, late[2]), late_cycle(shift + rec.v_end, a, done, late[1])
 
 
 def _v_row(cid: int, e: Entry, start: int, end: int) -> tuple:

@@ -27,6 +27,7 @@ The scalar unit is sequential, so ``busy + stall`` is exactly its last cycle min
 
 from __future__ import annotations
 
+from cgdr_des.hw.compute_state import late_cycle
 from cgdr_des.hw.diagnostics import HwFault, at
 from cgdr_des.hw.flags import DOUBLE_SET, EVENTS, double_set_at_wait, record_set
 from cgdr_des.hw.records import BAR, ENTRY_TYPES, MAC, SET, VEC, WAIT, MacroTally, new_entry
@@ -202,18 +203,21 @@ class ScalarUnit:
         self.t, stall = P.q.hand((code, rec, self.span, self.idx, a, b), self.t, dispatch, offset)
         self.stall += stall
 
-    def macro(self, rec: Macro, t: int) -> int:
+    def macro(self, rec: Macro, t: int, not_before: int = 0) -> int:
         """After its V part (if any) was handed over at cycle ``t``: the scalar unit is busy
-        ``s_cycles`` (of which ``s_stall`` count as stall for a TimedMacro); returns the cycle it is
-        done. Its counts stand for the records it replaced, tallied once per (phase, macro) and added
-        up by the core at the end."""
+        ``s_cycles`` (of which ``s_stall`` count as stall for a TimedMacro), and stalls on until
+        ``not_before`` (V started the run late: :class:`~cgdr_des.hw.phase.TimedMacro`); returns the
+        cycle it is done. Its counts stand for the records it replaced, tallied once per (phase,
+        macro) and added up by the core at the end."""
         key = (id(self.cnt), id(rec.counts))
         tally = self.core.macro_counts.get(key)
         if tally is None:
             tally = self.core.macro_counts[key] = MacroTally(self.cnt, rec.counts)
         tally.times += 1
-        self.t = end = t + rec.s_cycles
-        self.stall += getattr(rec, "s_stall", 0)
+        end = t + rec.s_cycles
+        late = not_before - end if not_before > end else 0
+        self.t = end = end + late
+        self.stall += getattr(rec, "s_stall", 0) + late
         self.did("Macro:" + rec.name, t, end)
         return end
 
@@ -295,11 +299,18 @@ def scalar_unit(core, program):
             continue
         elif isinstance(rec, Macro):      # phase fidelity: its V part to V, then S busy s_cycles
             su.t, su.idx, v_len = t, idx, rec.v_end - rec.v_start
+            # S's end depends on when V gets to the run (TimedMacro.s_waits): V tells it (free, done)
+            started = su.env.event() if v_len > 0 and getattr(rec, "s_waits", False) else None
             if v_len > 0 and len(V.q.items) >= depth:     # a full queue: wait for a slot
-                yield from su.push(V, MAC, rec, rec.v_start, v_len, 0, rec.v_start)
+                yield from su.push(V, MAC, rec, started, v_len, 0, rec.v_start)
             elif v_len > 0:         # room: no generator for a wait that cannot happen
-                su.hand(V, MAC, rec, rec.v_start, v_len, 0, rec.v_start)
-            t = su.macro(rec, su.t)
+                su.hand(V, MAC, rec, started, v_len, 0, rec.v_start)
+            if started is None:
+                t = su.macro(rec, su.t)
+            else:
+                su.wait_kind, su.wait_on = "macro", V
+                a, done = yield started
+                t = su.macro(rec, su.t, late_cycle(0, a, done, rec.late[0]))
             continue
         elif typ is Dma:        # checked, then handed to MTE2 or MTE3 like any entry
             cnt["dma_" + rec.pipe] += rec.repeat

@@ -30,8 +30,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cgdr_des.errors import KernelDiagnostic
-from cgdr_des.integers import ceil_align
 from cgdr_des.isa import AllocTensor, DataCopyParams, DeQue, Dma, EnQue, FreeTensor, SetFlag, WaitFlag
+from cgdr_des.kernel.code_variants import workspace_rows
 from cgdr_des.kernel.emit import PB_V, S_V, V_S, dma_in, gm_load, loop, scalar, vec
 from cgdr_des.kernel.fast_paths import UINT16_MAX, can_cache_attn_query, qk_dma_fast
 from cgdr_des.kernel.layout import IN_QUEUE
@@ -180,14 +180,9 @@ def state_from_staging_records(core, cv: int, out: list) -> None:
 
 
 def _ws_rows(core, ch, v_i: int, cv: int, direction: str) -> list[Dma]:
-    """The dk row DataCopy calls between stateNextFp32 and the workspace tile at column ``v_i``."""
-    sh, V = core.shape, core.v_aligned
-    cv8, n0, gm = ceil_align(cv, 8), core.ub("stateNextFp32"), core.launch.gm
-    ws = ((ch.b * sh.nv + ch.head) * sh.dk) * sh.ws_stride_v + v_i
-    params = DataCopyParams(1, cv8 // 8, 0, 0)
-    return [Dma(direction, cv8 * FP32_BYTES, params, gm.addr("workspace", ws + d * sh.ws_stride_v),
-                n0 + FP32_BYTES * d * V)
-            for d in range(sh.dk)]
+    """The dk row DataCopy calls between stateNextFp32 and the workspace tile at column ``v_i`` (one
+    2-D DataCopy with ``state_rows = "2d"``)."""
+    return workspace_rows(core, ch, v_i, cv, direction, core.ub("stateNextFp32"))
 
 
 def state_writeback_records(core, ch, v_i: int, cv: int, wait_previous: bool, out: list) -> None:

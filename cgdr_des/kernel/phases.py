@@ -16,7 +16,7 @@ import numpy as np
 from cgdr_des.errors import KernelDiagnostic
 from cgdr_des.isa import DataCopyParams
 from cgdr_des.kernel import chunk_math as cm
-from cgdr_des.kernel import overlap
+from cgdr_des.kernel import code_variants, overlap
 from cgdr_des.kernel.emit import (
     ALU,
     PB_V,
@@ -201,14 +201,21 @@ def attn_matrix_lower(core, ch, out: list) -> None:
         return
     k0, kb0 = core.ub("chunkKFp32"), core.ub("kCumdecayFp32")
     for i in range(1, L):
+        if core.tiling.attn_dots == "row":
+            code_variants.dot_row_records(core, kb0 + FP32_BYTES * i * aK, k0, FP32_BYTES * aK, i, _STORE, out)
+            continue
         loop(core, out, i, lambda j, lhs=kb0 + FP32_BYTES * i * aK: _dot_store(core, lhs, k0 + FP32_BYTES * j * aK))
+
+
+#: after each dot product: read the decay, multiply, store the score
+_STORE = [UB_LOAD, ALU, UB_STORE]
 
 
 def _dot_store(core, lhs: int, rhs: int) -> list:
     """One DotFp32 and the scalar store of its result into the score row."""
     out: list = []
     dot_fp32_records(core, lhs, rhs, out)
-    out += [UB_LOAD, ALU, UB_STORE]
+    out += _STORE
     return out
 
 
@@ -261,11 +268,15 @@ def _attn_matrix_query_records(core, ch, cached: bool, out: list) -> None:
             out.extend(gm_load(gm.addr("query", row + d), 2) for d in range(sh.dk))
             out += [scalar("alu", sh.dk), scalar("ub_store", sh.dk), *S_V]
             lhs = d0
+        if core.tiling.attn_dots == "row":
+            code_variants.dot_row_records(core, lhs, k0, FP32_BYTES * aK, i + 1, _STORE, out)
+            continue
         loop(core, out, i + 1, lambda j, lhs=lhs: _dot_store(core, lhs, k0 + FP32_BYTES * j * aK))
 
 
 def compute_k_cumdecay(core, ch, out: list) -> None:
-    """ComputeKCumdecay: K_cd = A (k_beta * e^G) -> chunkKFp32 (raw K is gone afterwards)."""
+    """ComputeKCumdecay: K_cd = A (k_beta * e^G) -> chunkKFp32 (raw K is gone afterwards); with
+    ``query_rows = "ub"`` it then stages the chunk's q rows in the now idle kCumdecayFp32."""
     sh, L, aK = core.shape, ch.L, core.shape.align_k
     if core.numerics != "off":
         kb = ub_matrix(core, "kCumdecayFp32", aK)
@@ -284,3 +295,5 @@ def compute_k_cumdecay(core, ch, out: list) -> None:
         loop(core, out, i + 1, lambda k, row=row: [UB_LOAD, *S_V, vec("Axpy", sh.dk, row,
                                                                       kb0 + FP32_BYTES * k * aK), PB_V])
     out.extend(V_S)
+    if core.tiling.query_rows == "ub":
+        code_variants.query_rows_dma(core, ch, out)

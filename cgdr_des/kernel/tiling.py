@@ -27,6 +27,14 @@ adds a second FP32 state tile (``stateNextFp32``, a tmpBuff block). By default t
 what a variant adds before SolveVStep, so vStep may drop; ``keep_tiling`` keeps the baseline's
 vStep (SolveVStep with one out-queue buffer and no variant) and, when the variant's buffers then
 exceed UB, :func:`static_diagnostics` reports by how many bytes instead of simulating it.
+
+Code-change variants (docs/kernel.md §5.y, :data:`CODE_FIELDS`): ``sub``, ``state_rows``,
+``state_load``, ``query_rows``, ``state_store``, ``attn_dots`` change instructions, not buffers. Each
+reuses UB the baseline already carves and leaves idle at that moment, so the host deducts nothing for
+them and vStep is the baseline's; :func:`code_variant_ub` says which block each reuses and the host
+checks that what it puts there fits. A shape on which a variant's DMA cannot be written (a field out
+of its hardware range, a row not a whole number of 32-byte blocks) is a KernelDiagnostic from
+:func:`static_diagnostics`, not a silent fallback to the source's code.
 """
 
 from __future__ import annotations
@@ -43,6 +51,12 @@ CHUNK_SIZE = 64  # kDefaultChunkSize: fixed in v1, not an attribute
 WORKSPACE_FLOOR_BYTES = 32 * 1024 * 1024  # kWorkspaceBytes
 DOT_INPLACE_LIMIT = 512  # DotFp32's partial sums land at 8r < 64, so at most 8 full repeats of 64
 INT32_MAX = 2**31 - 1    # t, lengths and token offsets are int32 on the device
+UINT16_MAX = 65535       # DataCopyParams' blockLen and stride fields
+MAX_BLOCK_COUNT = 4095   # DataCopyParams' blockCount
+
+#: the code-change variants' ``[kernel]`` fields: (the source's value, the variant's value)
+CODE_FIELDS = {"sub": (False, True), "state_rows": ("rows", "2d"), "state_load": ("scalar", "dma"),
+               "query_rows": ("gm", "ub"), "state_store": ("scalar", "dma"), "attn_dots": ("each", "row")}
 MAX_GM_BYTES = 2**48     # a 48-bit device address space: no workspace past it can be allocated
 FP32_BYTES = 4
 FP16_BYTES = 2
@@ -158,6 +172,13 @@ class Tiling:
     prefetch: bool = False
     state_double_buffer: bool = False
     in_queue_bytes: int = 0
+    #: code-change variants (docs/kernel.md §5.y): no UB of their own, see :func:`code_variant_ub`
+    sub: bool = False
+    state_rows: str = "rows"
+    state_load: str = "scalar"
+    query_rows: str = "gm"
+    state_store: str = "scalar"
+    attn_dots: str = "each"
 
     @property
     def state_stride_k(self) -> int:
@@ -209,13 +230,17 @@ def _positive(name: str, value: object, minimum: int = 1) -> int:
 def compute_tiling(*, t: int, hqk: int, dk: int, hv: int, dv: int, batch: int, ub_size: int, aiv_num: int,
                    has_gamma: bool = True, buffer_num: int = 1, host_queue_buffers: int | None = None,
                    keep_tiling: bool = False, prefetch: bool = False,
-                   state_double_buffer: bool = False) -> Tiling:
+                   state_double_buffer: bool = False, sub: bool = False, state_rows: str = "rows",
+                   state_load: str = "scalar", query_rows: str = "gm", state_store: str = "scalar",
+                   attn_dots: str = "each") -> Tiling:
     """``ChunkGatedDeltaRuleTilingFunc``: the tiling for one launch. Raises InputError on bad input.
 
     ``t`` may be 0 (every sequence empty); the other dims, ``ub_size`` and ``aiv_num`` must be
     positive; ``buffer_num`` is 1 (the source) or 2. When no vStep fits UB the host returns
     GRAPH_FAILED; here that is an InputError naming the shape and ``ub_size``. ``keep_tiling``,
-    ``prefetch``, ``state_double_buffer``: the double-buffering variants (module docstring).
+    ``prefetch``, ``state_double_buffer``: the double-buffering variants; ``sub``, ``state_rows``,
+    ``state_load``, ``query_rows``, ``state_store``, ``attn_dots``: the code-change variants (module
+    docstring).
     """
     t = _positive("t", t, minimum=0)
     if t > INT32_MAX:
@@ -231,7 +256,13 @@ def compute_tiling(*, t: int, hqk: int, dk: int, hv: int, dv: int, batch: int, u
     shape = {"t": t, "hqk": hqk, "dk": dk, "hv": hv, "dv": dv, "batch": batch}
     variant = {"keep_tiling": bool(keep_tiling), "prefetch": bool(prefetch),
                "state_double_buffer": bool(state_double_buffer)}
-    return _build(shape, ub_size, aiv_num, bool(has_gamma), buffer_num, host_q, variant)
+    code = {"sub": sub, "state_rows": state_rows, "state_load": state_load, "query_rows": query_rows,
+            "state_store": state_store, "attn_dots": attn_dots}
+    for name, value in code.items():
+        allowed = CODE_FIELDS[name]
+        if value not in allowed or type(value) is not type(allowed[0]):
+            raise InputError(name, value, " or ".join(str(a).lower() for a in allowed))
+    return _build(shape, ub_size, aiv_num, bool(has_gamma), buffer_num, host_q, variant, code)
 
 
 def _solve(dk: int, hv: int, dv: int, ub_size: int, allow_overlap: bool, queue_buffers: int,
@@ -248,7 +279,7 @@ def _solve(dk: int, hv: int, dv: int, ub_size: int, allow_overlap: bool, queue_b
 
 
 def _build(shape: dict[str, int], ub_size: int, aiv_num: int, has_gamma: bool, buffer_num: int,
-           host_queue_buffers: int, variant: dict[str, bool]) -> Tiling:
+           host_queue_buffers: int, variant: dict[str, bool], code: dict | None = None) -> Tiling:
     t, dk, hv, dv, batch = (shape[n] for n in ("t", "dk", "hv", "dv", "batch"))
     allow_overlap = hv < aiv_num
     pf, sdb = variant["prefetch"], variant["state_double_buffer"]
@@ -272,7 +303,7 @@ def _build(shape: dict[str, int], ub_size: int, aiv_num: int, has_gamma: bool, b
                         + (compute_state_next_bytes(v_step, dk) if sdb else 0)),
         out_queue_bytes=out_queue, ub_rest_bytes=ub_size - host_queue_buffers * out_queue - 2 * in_queue,
         work_items=work_items, block_dim=max(1, min(work_items, aiv_num)),
-        workspace_bytes=max(state_ws, WORKSPACE_FLOOR_BYTES), in_queue_bytes=in_queue, **variant,
+        workspace_bytes=max(state_ws, WORKSPACE_FLOOR_BYTES), in_queue_bytes=in_queue, **variant, **(code or {}),
     )
 
 
@@ -304,6 +335,68 @@ def static_diagnostics(tiling: Tiling) -> None:
             f"WriteAttnTileToGm: curV={last} is not a multiple of 16 fp16 elements, so CopyToGm's "
             f"unaligned fallback writes {ceil_align(last, 16)} per row and overruns into the next "
             f"head's output; shape dv={tiling.dv}, vStep={tiling.v_step}")
+    code_variant_diagnostics(tiling, (tiling.v_step, last))
+
+
+def code_variant_ub(tiling: Tiling) -> list[tuple[str, str, int, int]]:
+    """What the code-change variants place in UB blocks the baseline carves and leaves idle at that
+    moment: ``(field, block, bytes placed, bytes of the block)`` per placement (none adds UB).
+
+    ``state_load = "dma"`` stages cv rows of dk fp16 in ``stateOutQueue_`` and, when it transposes
+    on V, the fp16 tile [dk, V] in chunkVFp32; ``query_rows = "ub"`` stages L <= cs rows of dk fp16
+    in kCumdecayFp32; ``state_store = "dma"`` (when it transposes on V, else the source's store) casts
+    the tile into chunkVFp32 as fp16 [dk, V] and transposes it into ``stateOutQueue_`` as [cv, dk];
+    ``attn_dots = "row"`` multiplies up to cs*V/dk products of dk fp32 into chunkVFp32 and reduces them
+    into dotProductFp32 (dk/64 partials each)."""
+    from cgdr_des.kernel.code_variants import vector_transpose
+
+    cs, dk, av = tiling.chunk_size, tiling.dk, tiling.v_step_aligned
+    used = []
+    if tiling.state_load == "dma":
+        used.append(("state_load", "stateOutQueue_", min(tiling.v_step, tiling.dv) * dk * FP16_BYTES,
+                     tiling.out_queue_bytes))
+        if vector_transpose(dk):
+            used.append(("state_load", "chunkVFp32", dk * av * FP16_BYTES, cs * av * FP32_BYTES))
+    if tiling.query_rows == "ub":
+        used.append(("query_rows", "kCumdecayFp32", cs * dk * FP16_BYTES, cs * tiling.align_k * FP32_BYTES))
+    if tiling.attn_dots == "row":  # a batch of products, and its partial sums
+        batch = min(cs, max(1, cs * av // dk))
+        used += [("attn_dots", "chunkVFp32", batch * dk * FP32_BYTES, cs * av * FP32_BYTES),
+                 ("attn_dots", "dotProductFp32", batch * (dk // 64) * FP32_BYTES,
+                  max(tiling.state_stride_k, cs) * FP32_BYTES)]
+    if tiling.state_store == "dma" and vector_transpose(dk):
+        used += [("state_store", "chunkVFp32", tiling.state_stride_k * av * FP16_BYTES, cs * av * FP32_BYTES),
+                 ("state_store", "stateOutQueue_", min(tiling.v_step, tiling.dv) * dk * FP16_BYTES,
+                  tiling.out_queue_bytes)]
+    return used
+
+
+def code_variant_diagnostics(tiling: Tiling, widths: tuple[int, ...]) -> None:
+    """The code-change variants' checks on the host: what they stage fits the block they reuse, and
+    their DataCopy calls can be written for every tile width in ``widths`` (KernelDiagnostic, one line)."""
+    from cgdr_des.kernel import code_variants as code
+
+    for field, block, placed, size in code_variant_ub(tiling):
+        if placed > size:
+            raise KernelDiagnostic(f"UB overflow: {field}={getattr(tiling, field)} stages {placed} bytes in "
+                                   f"{block}, which holds {size} bytes; shape dk={tiling.dk}, vStep={tiling.v_step}")
+    checks = []
+    for cv in set(widths):
+        if tiling.state_rows == "2d":
+            checks.append(("state_rows = \"2d\"", code.state_rows_problem(
+                tiling.dk, cv, ceil_align(tiling.dv, FP32_NUM_PER_BLOCK), tiling.v_step_aligned)))
+        if tiling.state_load == "dma":
+            checks.append(("state_load = \"dma\"", code.state_load_problem(tiling.dk, cv)))
+        if tiling.state_store == "dma" and code.vector_transpose(tiling.dk):
+            checks.append(("state_store = \"dma\"", code.state_load_problem(tiling.dk, cv)))
+    if tiling.query_rows == "ub":
+        checks.append(("query_rows = \"ub\"", code.query_rows_problem(tiling.dk, tiling.hqk)))
+    if tiling.attn_dots == "row":
+        checks.append(("attn_dots = \"row\"", code.attn_dots_problem(tiling.dk)))
+    for name, why in checks:
+        if why:
+            raise KernelDiagnostic(f"{name}: its DataCopy cannot be written on shape dk={tiling.dk}, "
+                                   f"dv={tiling.dv}, vStep={tiling.v_step}: {why}")
 
 
 def ub_shortfall_message(tiling: Tiling) -> str:

@@ -11,8 +11,9 @@ import numpy as np
 
 from cgdr_des.errors import KernelDiagnostic
 from cgdr_des.integers import ceil_align
-from cgdr_des.isa import AllocTensor, DataCopyExtParams, DataCopyParams, DeQue, Dma, EnQue, FreeTensor
+from cgdr_des.isa import AllocTensor, DataCopyExtParams, DataCopyParams, DeQue, EnQue, FreeTensor
 from cgdr_des.kernel import chunk_math as cm
+from cgdr_des.kernel import code_variants as code
 from cgdr_des.kernel import overlap
 from cgdr_des.kernel.emit import (
     ALU,
@@ -95,7 +96,8 @@ def compute_value_new(core, ch, out: list) -> None:
 
 def load_state_tile(core, ch, v_i: int, cv: int, out: list) -> None:
     """LoadStateTile: S_prev [dk, cv] -> stateInFp32, from the fp32 workspace (c > 0) or from the
-    fp16 initial_state, transposed, by scalar reads (c == 0)."""
+    fp16 initial_state, transposed, by scalar reads (c == 0; ``state_load = "dma"``: one DataCopy and
+    a transposition in UB, cgdr_des/kernel/code_variants.py)."""
     sh, V, sK = core.shape, core.v_aligned, core.shape.state_stride_k
     cv8 = ceil_align(cv, 8)
     if core.numerics != "off":
@@ -115,6 +117,9 @@ def load_state_tile(core, ch, v_i: int, cv: int, out: list) -> None:
     if ch.c == 0 and ch.prefetch is not None and ch.prefetch.v_i == v_i:  # staged with the chunk's loads
         overlap.state_from_staging_records(core, cv, out)
         return
+    if ch.c == 0 and core.tiling.state_load == "dma":
+        code.state_dma_records(core, ch, v_i, cv, out)
+        return
     s0 = core.ub("stateInFp32")
     out += [vec("Duplicate", sK * V, s0), PB_V]
     gm = core.launch.gm
@@ -132,7 +137,7 @@ def load_state_tile(core, ch, v_i: int, cv: int, out: list) -> None:
 
 
 def compute_v_new(core, ch, out: list) -> None:
-    """ComputeVNew: v_new = U - K_cd S -> chunkVFp32 (Axpy over d, Muls(-1), Add)."""
+    """ComputeVNew: v_new = U - K_cd S -> chunkVFp32 (Axpy over d, Muls(-1), Add; ``sub``: one Sub)."""
     sh, L, V = core.shape, ch.L, core.v_aligned
     if core.numerics != "off":
         kcd = ub_matrix(core, "chunkKFp32", sh.align_k)[:, :L, :sh.dk]
@@ -143,18 +148,22 @@ def compute_v_new(core, ch, out: list) -> None:
     if out is None:
         return
     v0, s0, a0 = core.ub("chunkVFp32"), core.ub("stateInFp32"), core.ub("chunkAttnOutFp32")
+    sub = core.tiling.sub
 
     def one_row(i: int) -> list:
-        row = v0 + FP32_BYTES * i * V
+        row, u_row = v0 + FP32_BYTES * i * V, a0 + FP32_BYTES * i * V
         recs = [vec("Duplicate", V, row), PB_V]
         loop(core, recs, sh.dk, lambda d: [UB_LOAD, *S_V, vec("Axpy", V, row, s0 + FP32_BYTES * d * V), PB_V])
-        return recs + [vec("Muls", V, row, row), PB_V, vec("Add", V, row, row, a0 + FP32_BYTES * i * V), PB_V]
+        if sub:  # Sub(row, U_row, row): U - x, the same IEEE result as (-x) + U
+            return recs + [vec("Sub", V, row, u_row, row), PB_V]
+        return recs + [vec("Muls", V, row, row), PB_V, vec("Add", V, row, row, u_row), PB_V]
 
     loop(core, out, L, one_row)
 
 
 def compute_attn_inter(core, ch, out: list) -> None:
-    """ComputeAttnInter: O1_i = (scale q_i e^{G_i}) S, Q re-read from GM by scalar reads."""
+    """ComputeAttnInter: O1_i = (scale q_i e^{G_i}) S, Q re-read from GM by scalar reads
+    (``query_rows = "ub"``: from the rows ComputeKCumdecay staged in kCumdecayFp32)."""
     sh, L, V = core.shape, ch.L, core.v_aligned
     if core.numerics != "off":
         q = rows(core, ch, "query") * core.launch.ft(sh.scale)
@@ -175,6 +184,16 @@ def compute_attn_inter(core, ch, out: list) -> None:
             recs += [gm_load(a, 2), alu2, *S_V, axpy, PB_V]
         return recs
 
+    if core.tiling.query_rows == "ub":
+        def ub_row(i: int) -> list:
+            row = a0 + FP32_BYTES * i * V
+            recs = [vec("Duplicate", V, row), PB_V, UB_LOAD]
+            for axpy in axpy_row(V, row, s0, 0, FP32_BYTES * V, sh.dk):
+                recs += [UB_LOAD, alu2, *S_V, axpy, PB_V]
+            return recs
+
+        loop(core, out, L, ub_row)
+        return
     loop(core, out, L, one_row, gm=lambda i: tuple((a, 2, False) for a in q_row(i)))
 
 
@@ -313,23 +332,20 @@ def _update_state_records(core, ch, out: list) -> None:
 
 def _workspace_rows(core, ch, v_i: int, cv: int, direction: str, out: list) -> None:
     """The dk row DataCopy calls between stateInFp32 and the FP32 workspace, {1, ceil8(cv)/8, 0, 0}
-    each, bracketed by PipeBarrier<ALL> and the fetched-event flags: Step 3 reads them back (GM2UB,
-    V->MTE2 then MTE2->V), Step 7 writes them (UB2GM, V->MTE3 then MTE3->MTE2 for the next read)."""
-    sh, V = core.shape, core.v_aligned
-    cv8, s0, gm = ceil_align(cv, 8), core.ub("stateInFp32"), core.launch.gm
+    each (``state_rows = "2d"``: one 2-D DataCopy), bracketed by PipeBarrier<ALL> and the
+    fetched-event flags: Step 3 reads them back (GM2UB, V->MTE2 then MTE2->V), Step 7 writes them
+    (UB2GM, V->MTE3 then MTE3->MTE2 for the next read)."""
     before, after = ("V_MTE2", "MTE2_V") if direction == "GM2UB" else ("V_MTE3", "MTE3_MTE2")
     out.append(PB_ALL)
     fetch_sync(out, before)
-    ws = ((ch.b * sh.nv + ch.head) * sh.dk) * sh.ws_stride_v + v_i
-    params = DataCopyParams(1, cv8 // 8, 0, 0)
-    for d in range(sh.dk):
-        out.append(Dma(direction, cv8 * FP32_BYTES, params, gm.addr("workspace", ws + d * sh.ws_stride_v),
-                       s0 + FP32_BYTES * d * V))
+    out += code.workspace_rows(core, ch, v_i, cv, direction, core.ub("stateInFp32"))
     out.append(PB_ALL)
     fetch_sync(out, after)
 
 
 def _final_state_records(core, ch, v_i: int, cv: int, out: list) -> None:
+    if core.tiling.state_store == "dma" and code.state_store_records(core, ch, v_i, cv, out):
+        return
     sh, V, sK = core.shape, core.v_aligned, core.shape.state_stride_k
     s0, q0, gm = core.ub("stateInFp32"), core.out_queue_offset, core.launch.gm
     out += [vec("Muls", sK * V, s0, s0), PB_V, AllocTensor(OUT_QUEUE),

@@ -53,6 +53,7 @@ def plot_gains(table: pd.DataFrame, path: str | Path, meta: dict) -> Path:
         fig.text(0.01, 0.005, f"not run: {note}", fontsize=7, color=NEUTRAL, wrap=True)
     shown = f" (best {MAX_BARS} of {int(table['gain_p99_us'].notna().sum())})" if len(ran) < table[
         "gain_p99_us"].notna().sum() else ""
-    ax.set_title(f"{meta.get('scenario_name', '')}: p99 gain per kernel variant × policy{shown}, "
-                 f"{meta.get('batches', 0):,} batches, {meta.get('points', 0)} profile points", fontsize=10)
+    ax.set_title(f"{meta.get('scenario_name', '')} on {meta.get('hardware', '')}: p99 gain per kernel variant × "
+                 f"policy{shown}, {meta.get('batches', 0):,} batches, {meta.get('points', 0)} profile points",
+                 fontsize=10)
     return save_figure(fig, path)

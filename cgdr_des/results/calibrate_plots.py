@@ -7,6 +7,7 @@ that only helps the points it saw shows small "fitted" bars and large "leave-one
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -42,7 +43,8 @@ def plot_calibration(points: pd.DataFrame, fit: dict, path: str | Path) -> Path:
     fields = ", ".join(f"{k} {_short(fit.get('nominal', {}).get(k))} → {_short(v)}"
                        for k, v in (fit.get("fitted") or {}).items())
     where = f" on {fit['profile']}" if fit.get("profile") else ""
-    ax.set_title(f"calibration{where}: {fields}" if fields else f"calibration{where}", fontsize=9)
+    title = f"calibration{where}: {fields}" if fields else f"calibration{where}"
+    ax.set_title(textwrap.fill(title, 100), fontsize=9)  # many fitted fields: lines, not off the picture
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
     return save_figure(fig, path)
 

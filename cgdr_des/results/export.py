@@ -28,7 +28,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cgdr_des.results.outdir import OutputDir, Redraw, check_complete
+from cgdr_des.errors import InputError
+from cgdr_des.results.outdir import OutputDir, Redraw, check_readable
 from cgdr_des.results.page import write_index
 from cgdr_des.results.plots import plot_run
 from cgdr_des.results.result import Result
@@ -113,10 +114,13 @@ def read_result(out_dir: str | Path, *, field: str = "out_dir") -> Result:
     """A Result rebuilt from a written run; ``scenario`` is the resolved dict (not re-validated).
 
     The directory must be complete: its manifest lists every file with the size and hash it was
-    written with (InputError on ``field`` otherwise).
+    written with (InputError on ``field`` otherwise). A setting of a ``compare`` output
+    (``DIR/buffer_num_2``) is read through the comparison's manifest, which lists its files.
     """
     out = Path(out_dir)
-    files = check_complete(out, field)
+    files = check_readable(out, field)
+    if "meta.json" not in files:
+        raise InputError(field, str(out), "a run's output (its manifest lists no meta.json)")
     saved = read_meta(out)
     outputs: dict[str, Any] = {"out": None, "final_state": None}
     if "outputs.npz" in files:

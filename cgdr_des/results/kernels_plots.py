@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from cgdr_des.results.plots import PIPE_ORDER, save_figure
+from cgdr_des.results.palette import series_colour
+from cgdr_des.results.plots import PIPE_ORDER, plain_numbers, save_figure, scenario_on
 
 FILE = "kernels_pipes.png"
 #: the busy column of ``kernels_pipes`` (``kernels_compare.BUSY``; results sit below it in the layers)
@@ -34,16 +35,17 @@ def plot_kernel_pipes(summary: pd.DataFrame, pipes: pd.DataFrame, path: str | Pa
     for i, v in enumerate(versions):
         busy = pipes[pipes["kernel_version"] == v].set_index("pipe")[BUSY].reindex(order).fillna(0.0)
         us = busy.to_numpy(np.float64) / clock[v]
-        bars = ax.bar(x + (i - (len(versions) - 1) / 2) * width, us, width,
+        bars = ax.bar(x + (i - (len(versions) - 1) / 2) * width, us, width, color=series_colour(i),
                       label=f"{v}: makespan {span[v]:,.1f} µs")
         ax.bar_label(bars, [f"{100 * u / span[v]:.0f} %" if u else "" for u in us], fontsize=7)
     ax.set_xticks(x, order)
     ax.set_xlabel("pipe")
     ax.set_ylabel("busy time of one core, µs\n(mean over the launch's cores)")
     ax.margins(y=0.12)
+    plain_numbers(ax.yaxis)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), title="program (bar label: % of makespan)",
               title_fontsize=8)
     first = summary.iloc[0]
-    ax.set_title(f"{first.get('scenario', '')} on {first.get('hardware', '')}: per-pipe busy time per core, "
+    ax.set_title(f"{scenario_on(first.get('scenario', ''), first.get('hardware'))}: per-pipe busy time per core, "
                  "by kernel program", fontsize=10)
     return save_figure(fig, path)

@@ -13,16 +13,24 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.ticker import NullLocator
 
 from cgdr_des.results.palette import series_colour
-from cgdr_des.results.plots import save_figure
+from cgdr_des.results.plots import profile_name, save_figure, scenario_on
 
 FILE = "measured.png"
 
 
+def _shapes_on(df: pd.DataFrame) -> str:
+    """``6 shapes on atlas-300i-duo`` (the profiles, when the shapes' scenarios name several)."""
+    shapes = df["shape"].nunique()
+    profiles = df["profile"].dropna().astype(str).unique() if "profile" in df else []
+    return scenario_on(f"{shapes} shape{'' if shapes == 1 else 's'}", ", ".join(map(profile_name, profiles)) or None)
+
+
 def plot_measured(df: pd.DataFrame, verdicts: pd.DataFrame, path: str | Path) -> Path:
     """Predicted (nominal, interval) against measured, one colour per hypothesis; y = x and the fitted factor."""
-    fig = Figure(figsize=(10, 5.5), layout="constrained")
+    fig = Figure(figsize=(9.5, 6), layout="constrained")
     ax = fig.add_subplot()
     ok = df[~df["error"].fillna("").astype(bool)]
     factors = {r["hypothesis"]: r.get("factor") for _, r in verdicts.iterrows()}
@@ -47,13 +55,17 @@ def plot_measured(df: pd.DataFrame, verdicts: pd.DataFrame, path: str | Path) ->
     ax.set_xlim(lo, hi)
     ax.set_ylim(lo, hi)
     ax.set_aspect("equal")
+    ax.set_anchor("W")  # the square axes at the left, its legend beside it: no empty band between them
     ax.set_xlabel("measured latency, µs")
     ax.set_ylabel("predicted latency, µs")
-    for _, r in df.drop_duplicates("shape").iterrows():
-        ax.annotate(str(r["shape"]), (r["measured_us"], lo * 1.08), rotation=90, fontsize=6, color="dimgray",
-                    ha="center", va="bottom")
+    # the shapes' names on a top axis at their measured latencies: inside the axes they crossed the error bars
+    shapes = df.drop_duplicates("shape")
+    top = ax.secondary_xaxis("top")
+    top.set_xticks(shapes["measured_us"].to_numpy(np.float64), [str(v) for v in shapes["shape"]], rotation=90,
+                   fontsize=7)
+    top.xaxis.set_minor_locator(NullLocator())
     skipped = sorted(set(df.loc[df["error"].fillna("").astype(bool), "hypothesis"]))
     note = f" ({', '.join(skipped)}: not simulated on every shape)" if skipped else ""
-    ax.set_title(f"measured vs predicted latency, {df['shape'].nunique()} shapes{note}", fontsize=10)
-    fig.legend(fontsize=7, loc="outside right upper")
+    ax.set_title(f"{_shapes_on(df)}: measured vs predicted latency{note}", fontsize=10)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1))  # beside the square axes, not the figure's edge
     return save_figure(fig, path)

@@ -127,6 +127,10 @@ class OutputDir:
         if out.exists() and not out.is_dir():
             raise InputError(self.field, str(out), "a directory (this is a file)")
         if out.is_dir() and any(out.iterdir()):
+            whole = enclosing_owner(out)
+            if whole is not None:  # a comparison's setting: replaced alone, its comparison's manifest would lie
+                raise InputError(self.field, str(out), f"a directory of its own; this one is part of the '{whole}' "
+                                 f"output {out.absolute().parent.name} (--force replaces only a whole output)")
             owner = output_owner(out)
             if owner is None:
                 raise InputError(self.field, str(out), "an empty or new directory, or a previous cgdr-des "
@@ -255,12 +259,50 @@ def check_complete(out: str | Path, field: str = "out_dir") -> dict:
     if not manifest.is_file():
         raise InputError(field, str(out), "a directory written by cgdr-des (no manifest.json: not an output, "
                          "or an incomplete one)")
+    return _checked(out, _listed(out, field), field)
+
+
+def enclosing_owner(out: Path) -> str | None:
+    """The command of the output ``out`` is a part of (a setting of ``compare``: no manifest of its own,
+    its files listed by its parent's), else None."""
+    parent = out.absolute().parent
+    if os.path.lexists(out / MANIFEST) or out.is_symlink() or not (parent / MANIFEST).is_file():
+        return None
     try:
-        files = json.loads(manifest.read_text(encoding="utf-8"))["files"]
-        items = files.items()
+        doc = json.loads((parent / MANIFEST).read_text(encoding="utf-8"))
+        listed = any(str(name).startswith(f"{out.name}/") for name in doc["files"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return str(doc.get("command", ANY)) if listed else None
+
+
+def check_readable(out: str | Path, field: str = "out_dir") -> dict:
+    """What a reader of one part calls: :func:`check_complete`, or, for a directory without a manifest
+    of its own directly inside an output whose manifest lists files under it (a setting of ``compare``),
+    those files of the enclosing manifest, checked the same way and named relative to ``out``."""
+    out = Path(out)
+    parent = out.absolute().parent
+    if os.path.lexists(out / MANIFEST) or not out.is_dir() or out.is_symlink() \
+            or not (parent / MANIFEST).is_file():
+        return check_complete(out, field)
+    prefix = f"{out.name}/"
+    files = {name[len(prefix):]: entry for name, entry in _listed(parent, field).items() if name.startswith(prefix)}
+    return _checked(out, files, field) if files else check_complete(out, field)
+
+
+def _listed(out: Path, field: str) -> dict:
+    """The ``files`` of ``out``'s manifest (InputError when it is damaged)."""
+    try:
+        files = json.loads((out / MANIFEST).read_text(encoding="utf-8"))["files"]
+        files.items()
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         raise InputError(field, str(out), "a readable manifest.json (it is damaged)") from None
-    for name, entry in items:
+    return files
+
+
+def _checked(out: Path, files: dict, field: str) -> dict:
+    """``files`` when every data file among them is in ``out`` with its listed size and hash."""
+    for name, entry in files.items():
         if name.endswith(DERIVED):
             continue  # plots: drawn from the frames, and redrawn by ``plot``
         path = out / name

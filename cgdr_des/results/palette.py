@@ -1,9 +1,10 @@
-"""The one colour table of every plot: kernel phases, pipes (and the critical-path parts), policies.
+"""The one colour table of every plot: kernel phases, pipes (and the critical-path parts), policies,
+settings, the ends of a range, and the few plain roles (a reference line, a neutral "before", context).
 
 A reader who has learnt from the run Gantt that ``P4a_DotFp32`` is light green, or from a tail plot
 that ``cost_lpt`` is green, finds the same colour in compare's chunk Gantt, the critical-path bars
-and analysis/report's figures. Every plot module asks this one for colours (tests/test_palette.py
-scans them for colour tables of their own).
+and analysis/report's figures. Every plot module (results/, timing/tornado.py, analysis/report/)
+asks this one for colours (tests/test_palette.py scans them for colour tables of their own).
 
 Phases are the trace labels of the two kernel programs (``cgdr_des.kernel.program.PHASES``, then the
 Cube-era labels of ``cgdr_des.kernel.cube.program.PHASES`` that the vector program does not use), in
@@ -24,6 +25,12 @@ REFERENCE = "#d62728"
 NEUTRAL = "#7f7f7f"
 #: a label no table names (a phase added later, an aggregated span's label): drawn, never guessed at
 UNKNOWN = "#7f7f7f"
+#: work drawn as the background of the answer (per-item fixed work beneath the length-dependent part)
+CONTEXT = "#dddddd"
+
+#: a ranged field at the low end of its range, at the high end (or its other choice): the tornado's
+#: bars and analysis/report's sensitivity figure
+RANGE_END_COLOURS: dict[str, str] = {"low": "#1f77b4", "high": "#d62728"}
 
 
 def _phase_colours() -> dict[str, str]:
@@ -56,7 +63,8 @@ POLICY_COLOURS: dict[str, str] = {
     "cost_greedy": "#1f77b4", "cost_lpt": "#2ca02c", "minmax_contiguous": "#17becf", "optimal": "#e377c2",
 }
 
-#: buffer_num / setting series (compare's buffer plot): the default cycle, named once here
+#: buffer_num / setting / kernel-variant series (compare's buffer plot, analysis/report's buffering
+#: figure, where BUFFER_NUM 1 and 2 come first as in compare): the default cycle, named once here
 SERIES_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 
 
@@ -79,6 +87,11 @@ def pipe_colour(pipe: str) -> str:
 def policy_colour(policy: str) -> str:
     """The colour of a dispatch policy (grey for a policy added without one)."""
     return POLICY_COLOURS.get(str(policy), UNKNOWN)
+
+
+def range_end_colour(end: str) -> str:
+    """The colour of a range's ``low`` or ``high`` end (any other end, a choice's alternative, is high)."""
+    return RANGE_END_COLOURS["low" if end == "low" else "high"]
 
 
 def series_colour(i: int) -> str:

@@ -66,7 +66,18 @@ def plain_numbers(axis) -> None:
 
 def run_title(meta: Mapping[str, Any]) -> str:
     """``small on atlas-300i-duo``: the scenario and the profile every title names."""
-    return f"{meta.get('scenario_name', '')} on {meta.get('hardware', '?')}"
+    return scenario_on(meta.get("scenario_name", ""), meta.get("hardware"))
+
+
+def scenario_on(scenario: str, profile: str | None) -> str:
+    """``small on atlas-300i-duo``, the words every title starts with; a profile file by its name
+    (not its whole path), an output saved before the profile was recorded as ``?``."""
+    return f"{scenario} on {profile_name(profile) or '?'}"
+
+
+def profile_name(profile: str | None) -> str | None:
+    """A shipped profile's name as is, a profile file (``.toml``) by its file name."""
+    return Path(profile).name if profile and str(profile).endswith(".toml") else profile
 
 
 def core_ticks(ax, cores: Sequence[int]) -> None:
@@ -346,11 +357,14 @@ def plot_buffer_compare(results_by_buffer_num: Mapping[int, Any], path: str | Pa
     ax_m.margins(y=0.25)
     plain_numbers(ax_m.yaxis)
     plain_numbers(ax_c.yaxis)
-    name = run_title(results_by_buffer_num[keys[0]].meta) if keys else ""
-    ax_m.set(xlabel="buffer_num", ylabel="makespan (µs)", title=f"{name}: makespan (speed-up vs first)")
+    # the scenario once, over both panels: repeated in each narrow panel's title it ran off the figure
+    if keys:
+        fig.suptitle(f"{run_title(results_by_buffer_num[keys[0]].meta)}: makespan and per-core finish by buffer_num")
+    first = f"buffer_num {keys[0]}" if keys else "the first"
+    ax_m.set(xlabel="buffer_num", ylabel="makespan (µs)", title=f"makespan (×: speed-up vs {first})")
     cores = sorted({int(c) for res in results_by_buffer_num.values() for c in res.cores["core"]})
     core_ticks(ax_c, cores)
-    ax_c.set(xlabel="core", ylabel="finish (µs)", title=f"{name}: per-core finish")
+    ax_c.set(xlabel="core", ylabel="finish (µs)", title="per-core finish")
     ax_c.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     return save_figure(fig, path)
 

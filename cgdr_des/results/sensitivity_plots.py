@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from cgdr_des.results.palette import REFERENCE, series_colour
-from cgdr_des.results.plots import save_figure
+from cgdr_des.results.plots import plain_numbers, save_figure, scenario_on
 
 FILE = "joint_makespan.png"
 
@@ -38,11 +38,12 @@ def plot_joint_makespan(runs: pd.DataFrame, summary: dict, path: str | Path) -> 
             label=_count(oat.size, "one-at-a-time end"), clip_on=False)
     ax.axvline(nom, color="black", lw=1.2, label=f"nominal {nom:,.1f} µs")
     ax.set_xlabel("makespan, µs")
+    plain_numbers(ax.xaxis)
     ax.set_ylabel("joint samples")
     ax.set_ylim(bottom=0)
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
-    ax.set_title(f"{summary['scenario']}: makespan over the ranged profile fields "
+    ax.set_title(f"{scenario_on(summary['scenario'], summary.get('profile'))}: makespan over the ranged profile fields "
                  f"({_count(len(summary['params']), 'field')}, seed {summary['seed']})", fontsize=10)
     return save_figure(fig, path)
 

@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from cgdr_des.results.plots import save_figure
+from cgdr_des.results.palette import policy_colour, series_colour
+from cgdr_des.results.plots import profile_name, save_figure, scenario_on
 
 FILE = "sweep_summary.png"
 #: the metric drawn: the first of these the summary holds
@@ -26,8 +27,10 @@ MAX_LINES = 12
 REPLICATION = ("workload.seed", "seed", "replication")
 
 
-def plot_sweep_summary(summary: pd.DataFrame, params: list[str], path: str | Path, *, name: str = "") -> Path:
-    """One panel per numeric parameter (metric against it), one line per combination of the others."""
+def plot_sweep_summary(summary: pd.DataFrame, params: list[str], path: str | Path, *, name: str = "",
+                       scenario: str = "", profiles: list[str] | tuple[str, ...] = ()) -> Path:
+    """One panel per numeric parameter (metric against it), one line per combination of the others;
+    the title names the sweep, its base ``scenario`` and the ``profiles`` its points ran on."""
     metric = next((m for m in METRICS if m in summary), None)
     axes_params = [p for p in params if p in summary and p not in REPLICATION]
     numeric = [p for p in axes_params if pd.api.types.is_numeric_dtype(summary[p]) and summary[p].nunique() > 1]
@@ -41,7 +44,8 @@ def plot_sweep_summary(summary: pd.DataFrame, params: list[str], path: str | Pat
         ax = fig.add_subplot(1, len(panels), i + 1)
         _panel(ax, summary, p, [q for q in axes_params if q != p] + _policy(summary, params), metric)
     what = {"p99_us": "p99 makespan", "makespan_us": "makespan"}.get(metric, metric)
-    fig.suptitle(f"sweep {name}: {what} (µs, mean over replications) against each parameter", fontsize=10)
+    on = scenario_on(scenario or "?", ", ".join(map(profile_name, profiles)) or None)
+    fig.suptitle(f"sweep {name} ({on}): {what} (µs, mean over replications) against each parameter", fontsize=10)
     return save_figure(fig, path)
 
 
@@ -50,6 +54,15 @@ def _policy(summary: pd.DataFrame, params: list[str]) -> list[str]:
     if "policy" not in summary or any(p.split(".")[-1] == "policy" for p in params):
         return []
     return ["policy"]
+
+
+def _colour(keys: list, values: tuple, i: int) -> str:
+    """A line's colour: its policy's, as in every plot, when a policy tells the lines apart; else the
+    ``i``-th series colour."""
+    for k, v in zip(keys, values, strict=False):
+        if k is not None and k.split(".")[-1] == "policy":
+            return policy_colour(v)
+    return series_colour(i)
 
 
 def _panel(ax, summary: pd.DataFrame, param: str, others: list[str], metric: str) -> None:
@@ -64,7 +77,7 @@ def _panel(ax, summary: pd.DataFrame, param: str, others: list[str], metric: str
         x = np.arange(len(mean)) if categorical else mean.index.to_numpy()
         # markers and dashes vary so that lines that coincide (policies that agree) stay visible
         ax.plot(x, mean.to_numpy(), marker=MARKERS[drawn % len(MARKERS)], ms=5, ls=DASHES[drawn % len(DASHES)],
-                mfc="none", label=label if drawn < MAX_LINES else None)
+                mfc="none", color=_colour(keys, key, drawn), label=label if drawn < MAX_LINES else None)
         if categorical:
             ax.set_xticks(x, [str(v) for v in mean.index])
         drawn += 1

@@ -29,7 +29,7 @@ from matplotlib.figure import Figure
 
 from cgdr_des.integers import ceil_div
 from cgdr_des.results.palette import POLICY_COLOURS, policy_colour
-from cgdr_des.results.plots import plain_numbers, save_figure
+from cgdr_des.results.plots import plain_numbers, run_title, save_figure
 
 __all__ = ["POLICY_COLOURS", "policy_colour", "plot_study", "coincident_groups", "ccdf_points",
            "binned_medians"]
@@ -45,7 +45,7 @@ LEGEND = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "fontsize": "small
 def plot_study(result, out: Path) -> dict[str, Path]:
     """All five plots into ``out``; returns ``{name: path}``."""
     meta = result.meta
-    name = f"{meta.get('scenario_name', '')} on {meta.get('hardware', '?')}"
+    name = run_title(meta)
     b = result.batches
     groups = coincident_groups(b)
     return {
@@ -194,22 +194,35 @@ def plot_load_balance(cores, path: Path, name: str, groups=None) -> Path:
     rows = ceil_div(len(groups), cols)
     fig = Figure(figsize=(3.4 * cols, 2.7 * rows + 0.6), layout="constrained")
     axes = fig.subplots(rows, cols, squeeze=False, sharex=True)
+    shares = {group: busy_shares(cores[cores["policy"] == group[0]]) for group in groups}
+    bins = share_bins(np.concatenate(list(shares.values())) if shares else np.ones(1))
     for ax, group in zip(axes.ravel(), groups, strict=False):
-        grp = cores[cores["policy"] == group[0]]
-        busy = grp.sort_values(["batch_index", "core"])["busy_cycles"].to_numpy(np.float64)
-        busy = busy.reshape(-1, grp["core"].nunique())  # one row per batch
-        mean = busy.mean(axis=1, keepdims=True)
-        share = np.divide(busy, mean, out=np.zeros_like(busy), where=mean > 0).ravel()
-        bins = np.linspace(0, max(2.0, float(share.max()) * 1.01), 50)
-        ax.stairs(np.histogram(share, bins=bins)[0], bins, fill=True, color=policy_colour(group[0]))
+        ax.stairs(np.histogram(shares[group], bins=bins)[0], bins, fill=True, color=policy_colour(group[0]))
         ax.axvline(1.0, color="black", linestyle="--", linewidth=1)
         ax.set_title("\n".join(group), fontsize="small")
+        ax.tick_params(labelbottom=True)  # a panel with none below it has no other tick labels in its column
     for ax in axes.ravel()[len(groups):]:
         ax.set_visible(False)
     fig.supxlabel("core busy time ÷ the batch's mean core busy time (1.0: an even split)")
     fig.supylabel("cores (pooled over batches)")
     fig.suptitle(f"{name}: load balance in time")
     return save_figure(fig, path)
+
+
+def busy_shares(cores: pd.DataFrame) -> np.ndarray:
+    """Each core's busy time ÷ its batch's mean core busy time, over every core of every batch (one policy)."""
+    busy = cores.sort_values(["batch_index", "core"])["busy_cycles"].to_numpy(np.float64)
+    busy = busy.reshape(-1, cores["core"].nunique())  # one row per batch
+    mean = busy.mean(axis=1, keepdims=True)
+    return np.divide(busy, mean, out=np.zeros_like(busy), where=mean > 0).ravel()
+
+
+def share_bins(shares: np.ndarray, n: int = 50) -> np.ndarray:
+    """Histogram edges over the shares drawn, in steps of 0.1 around them and always around 1.0 (an even
+    split): a fixed 0 to 2 range squeezed policies that balance within ±15 % into a few bins."""
+    lo = min(0.9, np.floor(10 * float(shares.min())) / 10)
+    hi = max(1.1, np.ceil(10 * float(shares.max()) * 1.0001) / 10)
+    return np.linspace(lo, hi, n)
 
 
 def binned_medians(batches: pd.DataFrame, bins: int = SEQLEN_BINS) -> pd.DataFrame:
@@ -240,8 +253,12 @@ def plot_vs_max_seqlen(batches, path: Path, name: str, groups=None) -> Path:
     for group in groups:
         t = table[table["policy"] == group[0]]
         colour = policy_colour(group[0])
-        ax.fill_between(t["x"], t["p10"], t["p90"], color=colour, alpha=0.12, linewidth=0)
+        # the band's edges in the policy's colour: filled alone, overlapping bands merged into one grey
+        ax.fill_between(t["x"], t["p10"], t["p90"], color=colour, alpha=0.05, linewidth=0)
+        for edge in ("p10", "p90"):
+            ax.plot(t["x"], t[edge], color=colour, linewidth=0.8, linestyle="--", alpha=0.7)
         ax.plot(t["x"], t["median"], marker="o", markersize=3, color=colour, label=group_label(group))
+    plain_numbers(ax.xaxis)
     plain_numbers(ax.yaxis)
     per_bin = int(table["n"].median()) if len(table) else 0
     ax.set(xlabel="longest sequence of the batch (tokens; bin median)", ylabel="makespan (µs)",

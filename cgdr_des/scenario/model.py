@@ -18,6 +18,7 @@ from pydantic import Field, PrivateAttr, ValidationError
 
 from cgdr_des.bounds import MAX_TOML_BYTES
 from cgdr_des.errors import InputError
+from cgdr_des.kernel.tiling import CODE_FIELDS
 from cgdr_des.scenario.messages import Shown, brief, validation_error_to_input_error
 from cgdr_des.scenario.sections import Hardware, Kernel, Output, Shape, Sim, Study, Workload, _Section
 from cgdr_des.scenario.tiling_check import validate_tiling
@@ -29,7 +30,8 @@ from cgdr_des.workload.lengths_csv import read_lengths_csv
 #: ``[kernel]`` fields added after scenario hashes were first published, with their defaults: left out
 #: of the resolved dict (and so of the hash) when at the default
 KERNEL_FIELDS_ADDED_LATER = {"keep_tiling": False, "prefetch": False, "state_double_buffer": False,
-                             "kernel_version": "vector"}
+                             "kernel_version": "vector",
+                             **{name: values[0] for name, values in CODE_FIELDS.items()}}
 
 
 class Scenario(_Section):

@@ -22,6 +22,7 @@ from cgdr_des.bounds import (
     MIN_BOOTSTRAP,
 )
 from cgdr_des.errors import InputError
+from cgdr_des.kernel.tiling import CODE_FIELDS
 from cgdr_des.scenario.messages import MISSING
 from cgdr_des.workload.lengths import MAX_BATCH, Distribution, Length
 
@@ -148,7 +149,9 @@ class Kernel(_Section):
 
     ``keep_tiling``, ``prefetch``, ``state_double_buffer``: the double-buffering variants
     (docs/double-buffering.md §1); ``keep_tiling`` keeps the baseline's vStep instead of letting the
-    host shrink it to make room for what the variant adds.
+    host shrink it to make room for what the variant adds. ``sub``, ``state_rows``, ``state_load``,
+    ``query_rows``, ``state_store``, ``attn_dots``: the code-change variants (docs/kernel.md §5.y), each
+    defaulting to the source's code.
     """
 
     buffer_num: Literal[1, 2] = 1
@@ -161,6 +164,24 @@ class Kernel(_Section):
     """Double-buffering variant: prefetch the next chunk's inputs while the current one computes."""
     state_double_buffer: bool = False
     """Double-buffering variant: two state buffers, so that the state write-back overlaps the next head's work."""
+    sub: bool = False
+    """Code-change variant: ComputeVNew subtracts with one Sub instead of Muls(-1) + Add (one vector call and one
+    PipeBarrier<V> fewer per row); false is the source."""
+    state_rows: Literal["rows", "2d"] = "rows"
+    """Code-change variant: the workspace state tile moves as dk single-row DataCopy calls each way (rows, the
+    source) or as one 2-D DataCopy with row gaps (2d)."""
+    state_load: Literal["scalar", "dma"] = "scalar"
+    """Code-change variant: a head's first state tile is read from initial_state by dk*curV scalar GM reads
+    (scalar, the source) or by one DataCopy into the out-queue buffer, transposed in UB (dma)."""
+    query_rows: Literal["gm", "ub"] = "gm"
+    """Code-change variant: ComputeAttnInter reads q by L*dk scalar GM reads per V-tile (gm, the source) or from
+    the chunk's q rows staged once in UB by one DataCopy (ub)."""
+    state_store: Literal["scalar", "dma"] = "scalar"
+    """Code-change variant: a head's final_state tile is written by dk*curV scalar GM stores (scalar, the source) or
+    transposed in UB and written by one DataCopy (dma; dk a multiple of 16 up to 128, else the source's store)."""
+    attn_dots: Literal["each", "row"] = "each"
+    """Code-change variant: ComputeAttnMatrix reduces each dot product with its own WholeReduceSum and V->S round
+    trip (each, the source) or a whole score row's products with one of each (row; dk a multiple of 64)."""
     kernel_version: Literal["vector", "cube", "cube-pre1174"] = "vector"
     """Which program runs: vector (the vector-only kernel), cube (the Cube-era kernel), or cube-pre1174 (the Cube-era
     kernel without the M_V / V_M syncs around the L0C drains)."""
@@ -176,12 +197,17 @@ class Kernel(_Section):
             if getattr(self, name):
                 raise ValueError(f"{name} = true with kernel_version {self.kernel_version!r}: the "
                                  "double-buffering variants are variants of the vector kernel only")
+        for name, (source, _) in CODE_FIELDS.items():
+            if getattr(self, name) != source:
+                raise ValueError(f"{name} = {getattr(self, name)!r} with kernel_version {self.kernel_version!r}: "
+                                 "the code-change variants are variants of the vector kernel only")
         return self
 
     def tiling_options(self) -> dict[str, Any]:
         """The keyword arguments of ``compute_tiling`` / ``make_launch`` this section sets."""
         return {"buffer_num": self.buffer_num, "keep_tiling": self.keep_tiling, "prefetch": self.prefetch,
-                "state_double_buffer": self.state_double_buffer}
+                "state_double_buffer": self.state_double_buffer,
+                **{name: getattr(self, name) for name in CODE_FIELDS}}
 
 
 class Sim(_Section):

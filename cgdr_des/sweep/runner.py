@@ -41,6 +41,11 @@ def tasks_for(spec: SweepSpec, points: list[Point]) -> list[Task]:
             for p in points]
 
 
+def profiles_of(points: list[Point]) -> list[str]:
+    """The hardware profiles the points run on, in point order (the plot's title names them)."""
+    return list(dict.fromkeys(p.scenario["hardware"]["profile"] for p in points if p.scenario))
+
+
 def run_sweep(spec: SweepSpec, out: str | Path, executor: InProcess, *, force: bool = False,
               max_points: int | None = None, progress: Progress | None = None,
               fn: Callable[[Task], Outcome] = run_point, points: list[Point] | None = None) -> SweepReport:
@@ -52,7 +57,8 @@ def run_sweep(spec: SweepSpec, out: str | Path, executor: InProcess, *, force: b
     skipped = len(points) - len(todo)
     if max_points is not None:
         todo = todo[:max_points]
-    store.write_sweep({"name": spec.name, "kind": spec.kind, "version": package_version()}, points)
+    store.write_sweep({"name": spec.name, "kind": spec.kind, "version": package_version(),
+                       "scenario": spec.base_scenario.name, "profiles": profiles_of(points)}, points)
     by_id = {p.point: p for p in points}
     done = failed = 0
     t0 = time.monotonic()

@@ -1,7 +1,8 @@
 """A sweep's output directory: one hive partition per point, written atomically, and a manifest each.
 
 Layout under DIR:
-- ``sweep.json``: the sweep's name, kind, package version and every point (id, fingerprint, params);
+- ``sweep.json``: the sweep's name, kind, package version, base scenario and the profiles its points
+  run on, and every point (id, fingerprint, params);
 - ``summary/point=<id>/part-0.parquet``: the point's summary rows (its parameters are columns; the
   point id is the partition);
 - ``frames/<frame>/point=<id>/part-0.parquet``: its frames, when the sweep asks for them;

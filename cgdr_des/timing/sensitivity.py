@@ -24,12 +24,14 @@ from cgdr_des.timing.space import latin_hypercube, nominal, one_at_a_time, selec
 class Sensitivity:
     """The runs of one sensitivity study: ``runs`` has one row per simulated point (``kind``
     nominal / oat / lhs, the parameter and end of a one-at-a-time row, every parameter's value,
-    ``makespan_cycles``, ``makespan_us``, ``change_pct`` against nominal)."""
+    ``makespan_cycles``, ``makespan_us``, ``change_pct`` against nominal); ``profile``: the hardware
+    profile the scenario ran on (empty in a study saved before it was recorded)."""
 
     scenario: str
     runs: pd.DataFrame
     params: tuple[str, ...]
     seed: int
+    profile: str = ""
 
     @property
     def nominal_us(self) -> float:
@@ -46,11 +48,12 @@ class Sensitivity:
         return self.runs[self.runs["kind"] == "oat"][["param", "end", "value", "makespan_us", "change_pct"]]
 
     def summary(self) -> dict:
-        """JSON-able summary: nominal and range of the makespan (µs), parameters, run counts, seed."""
+        """JSON-able summary: scenario and profile, nominal and range of the makespan (µs), parameters,
+        run counts, seed."""
         lo, hi = self.interval_us
         counts = self.runs["kind"].value_counts()
-        return {"scenario": self.scenario, "nominal_us": self.nominal_us, "low_us": lo, "high_us": hi,
-                "params": list(self.params), "oat_runs": int(counts.get("oat", 0)),
+        return {"scenario": self.scenario, "profile": self.profile, "nominal_us": self.nominal_us, "low_us": lo,
+                "high_us": hi, "params": list(self.params), "oat_runs": int(counts.get("oat", 0)),
                 "lhs_samples": int(counts.get("lhs", 0)), "seed": self.seed}
 
 
@@ -88,7 +91,7 @@ def run_sensitivity(scenario, *, fields=None, samples: int = DEFAULT_SAMPLES, se
             stage.advance()
     runs = pd.DataFrame(rows)
     runs["change_pct"] = 100.0 * (runs["makespan_us"] / rows[0]["makespan_us"] - 1.0)
-    return Sensitivity(scenario.name, runs, tuple(p.name for p in params), seed)
+    return Sensitivity(scenario.name, runs, tuple(p.name for p in params), seed, scenario.hardware.profile)
 
 
 def write_sensitivity(result: Sensitivity, out: Path) -> dict[str, Path]:
