@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from kernel_cases import args
 from test_hw_compute_run import (
@@ -249,6 +249,7 @@ accesses = st.lists(st.tuples(st.integers(0, 600), st.integers(0, 80), st.boolea
 
 @settings(max_examples=200, deadline=None)
 @given(accesses, accesses, st.sampled_from([64, 128, 256, 4096]))
+@example([], [(0, 1, False), (64, 0, False)], 4096)     # a 0-byte access at the end of the previous line
 def test_the_data_cache_helpers_agree_with_access(warm, batch, capacity):
     """pattern is access() in turn; hit_all touches like access() when all hit and leaves the cache
     alone otherwise; restore() puts back a state() in place."""

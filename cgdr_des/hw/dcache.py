@@ -125,7 +125,7 @@ class DataCache:
         for acc in accesses:
             k += 1
             addr = acc[0]
-            if lo <= addr and addr + acc[1] <= hi:
+            if lo <= addr < hi and addr + acc[1] <= hi:     # addr < hi: a 0-byte access at hi is the next line
                 n_hit += 1
                 continue
             nbytes = acc[1]
