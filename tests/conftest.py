@@ -7,6 +7,7 @@ Test modules import the constants (``from conftest import TINY, SCENARIOS``; pyt
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import tomllib
@@ -89,10 +90,16 @@ def shipped_result():
 
 @pytest.fixture(scope="session", autouse=True)
 def _private_calibration_cache(tmp_path_factory):
-    """Calibrations cached in a directory of this session, never the user's cache; subprocesses
-    started by tests inherit it through the environment."""
+    """Calibrations cached in a directory of this test run, never the user's cache; subprocesses
+    started by tests inherit it through the environment. The processes of one ``pytest -n N`` run
+    share it (the cache is safe for concurrent fills): a shape one worker calibrated, the other reads."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # basetemp is <the run's temp>/popen-gwN: share the run's
+        folder = tmp_path_factory.getbasetemp().parent / "calibration-cache"
+        folder.mkdir(exist_ok=True)
+    else:
+        folder = tmp_path_factory.mktemp("calibration-cache")
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("CGDR_DES_CACHE_DIR", str(tmp_path_factory.mktemp("calibration-cache")))
+        mp.setenv("CGDR_DES_CACHE_DIR", str(folder))
         mp.delenv("CGDR_DES_CACHE", raising=False)
         yield
 
