@@ -108,3 +108,17 @@ def _private_calibration_cache(tmp_path_factory):
 def _no_progress(monkeypatch):
     """Progress lines off (tests read stderr line by line); tests of progress turn them on themselves."""
     monkeypatch.setenv("CGDR_DES_PROGRESS", "off")
+
+
+def pytest_collection_modifyitems(config, items):
+    """The modules holding ``slow`` tests first (most first), each module kept whole and in its own order.
+
+    ``.ci/run``'s ``--dist loadfile --no-loadscope-reorder`` hands files to its two workers in this
+    order: the long files start first and the many short ones fill in at the end, so the two workers
+    end together instead of one running a long file alone (xdist's own order, most tests first, puts
+    the long files of few tests last)."""
+    slow: dict[str, int] = {}
+    for item in items:
+        module = item.nodeid.split("::")[0]
+        slow[module] = slow.get(module, 0) + (item.get_closest_marker("slow") is not None)
+    items.sort(key=lambda item: -slow[item.nodeid.split("::")[0]])  # stable: modules stay contiguous
