@@ -109,7 +109,11 @@ def _paused_child(cwd: str, env: dict, conn, args: list[str]) -> None:
 
     od.write_manifest = pausing(od.write_manifest)
     SweepStore.put = pausing(SweepStore.put)
-    main(args)
+    try:
+        main(args)
+    except SystemExit as end:  # the command ended without reaching its swap: say how (its line is on stderr)
+        conn.send_bytes(f"exit {end.code}".encode())
+        raise
 
 
 ARGS = {
