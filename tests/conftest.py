@@ -48,6 +48,37 @@ TINY = TINY_OUTPUTS + 'trace = false\n[output]\nplots = false\n'
 TINY_DICT, TINY_OUTPUTS_DICT = tomllib.loads(TINY), tomllib.loads(TINY_OUTPUTS)
 
 
+#: what children forked by :func:`forked` use, imported once by the forkserver they are forked from
+PRELOAD = ["cgdr_des.cli", "cgdr_des.cli.common", "cgdr_des.cli.run", "cgdr_des.results.outdir",
+           "cgdr_des.results.export", "cgdr_des.sweep.store", "cgdr_des.item_costs", "cgdr_des.simulation",
+           "cgdr_des.hw", "pandas", "pyarrow.parquet", "matplotlib.pyplot", "test_results_frames", "test_cli"]
+
+
+def forked(target, *args):
+    """``target(cwd, env, conn, *args)`` in a new process forked from a multiprocessing forkserver that has
+    imported :data:`PRELOAD` once (a fresh interpreter pays ~1 s of imports each time). A separate process
+    all the same: its own memory, locks and file descriptors, killed by a signal like any other. ``target``
+    is a module-level function of a test module; ``cwd`` and ``env`` are the caller's (the server's are
+    those of the test that started it). Returns the process and the reading end of ``conn``: send short
+    messages (``conn.send_bytes``), one write each, so a SIGKILL cannot cut one."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(PRELOAD)  # read when this test process's server first starts
+    reader, writer = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=target, args=(os.getcwd(), dict(os.environ), writer, *args), daemon=True)
+    proc.start()
+    writer.close()  # the child holds the only writing end: its death is the reader's end of file
+    return proc, reader
+
+
+def as_the_caller(cwd: str, env: dict) -> None:
+    """In a :func:`forked` child: the caller's working directory and environment."""
+    os.chdir(cwd)
+    os.environ.clear()
+    os.environ.update(env)
+
+
 @pytest.fixture(scope="session")
 def tiny_result():
     """The simulation of :data:`TINY` (one per session: treat it as read-only)."""

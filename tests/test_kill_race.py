@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import as_the_caller, forked
 
 from cgdr_des.cli import main
 from cgdr_des.results import outdir as od
@@ -63,33 +64,13 @@ DIST = textwrap.dedent("""
 """)
 SWEEP = 'name = "w"\nbase = "tiny.toml"\n[grid]\n"kernel.policy" = ["greedy", "round_robin"]\n'
 
-#: what the children import before their work; forked from a server that imported them once
-PRELOAD = ["cgdr_des.cli", "cgdr_des.cli.common", "cgdr_des.cli.run", "cgdr_des.results.outdir",
-           "cgdr_des.results.export", "cgdr_des.sweep.store", "pandas", "pyarrow.parquet", "matplotlib.pyplot",
-           "test_results_frames", "test_cli", "test_kill_race"]
-
-
-def forked(target, *args) -> tuple[multiprocessing.Process, multiprocessing.connection.Connection]:
-    """``target(cwd, env, conn, *args)`` in a child process forked from the preloaded forkserver; returns
-    the process and the reading end of ``conn`` (each message is one short write: a SIGKILL cannot cut it)."""
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(PRELOAD)  # read when this test process's server first starts
-    reader, writer = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=target, args=(os.getcwd(), dict(os.environ), writer, *args), daemon=True)
-    proc.start()
-    writer.close()  # the child holds the only writing end: its death is the reader's end of file
-    return proc, reader
-
-
 def _as_the_cli_runs(cwd: str, env: dict, fallback: bool = False) -> None:
     """The child's state as ``python -c`` had it: the test's directory and environment, the stub simulator."""
     from test_cli import stub_simulate
 
     import cgdr_des.cli.common as common
 
-    os.chdir(cwd)
-    os.environ.clear()
-    os.environ.update(env)
+    as_the_caller(cwd, env)
     common._simulate = lambda: stub_simulate
     if fallback:
         od.exchange = lambda a, b: False
