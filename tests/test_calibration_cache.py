@@ -5,14 +5,14 @@ two processes asking at once compute once, and the CLI's --cache-dir / --no-cach
 from __future__ import annotations
 
 import json
-import os
-import time
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from conftest import as_the_caller, forked
 from test_sweep_tail import BASE
 
 from cgdr_des import cost_cache, item_costs
@@ -170,37 +170,38 @@ def test_no_cache_stores_and_reads_nothing(fake_calibration, cache, monkeypatch)
     assert len(fake_calibration) == 2 and not cache.exists()
 
 
-def _counting_run(launch, prof, **kw):
-    """The real launch runner, each call logged to the file ``COUNT_LOG`` names (the processes share it)."""
-    with open(os.environ["COUNT_LOG"], "a") as f:
-        f.write("launch\n")
+WORKER = """
+import json, sys, time
+sys.path.insert(0, {tests!r})
+from cgdr_des.hw import load_profile
+from cgdr_des.item_costs import measure_item_costs
+from cgdr_des.simulation import run_launch
+
+def counting_run(launch, prof, **kw):
+    with open({log!r}, "a") as f:
+        f.write("launch\\n")
     time.sleep(0.5)  # widen the window in which an unlocked second process would compute too
     return run_launch(launch, prof, **kw)
 
-
-def _asking(cwd: str, env: dict, conn, go: str) -> None:
-    """A process that asks for the calibration of SHAPE as soon as ``go`` exists; sends the costs."""
-    as_the_caller(cwd, env)
-    while not os.path.exists(go):  # both processes start calibrating together
-        time.sleep(0.01)
-    costs = measure_item_costs(load_profile("atlas-300i-duo"), *SHAPE, _counting_run)
-    conn.send_bytes(json.dumps(costs.to_json()).encode())
+while not __import__("os").path.exists({go!r}):  # both processes start calibrating together
+    time.sleep(0.01)
+costs = measure_item_costs(load_profile("atlas-300i-duo"), 1, 2, 16, 16, True, 1, counting_run)
+print(json.dumps(costs.to_json()))
+"""
 
 
 @pytest.mark.slow
-def test_two_processes_asking_at_once_compute_once(cache, tmp_path, monkeypatch):
-    """Two processes (forked from a preloaded server: each its own memory, nothing calibrated in it)."""
+def test_two_processes_asking_at_once_compute_once(cache, tmp_path):
     log, go = tmp_path / "launches.log", tmp_path / "go"
-    monkeypatch.setenv("COUNT_LOG", str(log))
-    started = [forked(_asking, str(go)) for _ in range(2)]
+    script = tmp_path / "worker.py"
+    script.write_text(textwrap.dedent(WORKER.format(tests=str(Path(__file__).parent), log=str(log), go=str(go))))
+    procs = [subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for _ in range(2)]
     go.touch()
-    outs = []
-    for proc, reader in started:
-        outs.append(json.loads(reader.recv_bytes()) if reader.poll(300) else None)
-        proc.join(timeout=60)
-    assert [proc.exitcode for proc, _ in started] == [0, 0] and None not in outs
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [o[1] for o in outs]
     assert log.read_text().splitlines() == ["launch", "launch"]  # one calibration: two launches in all
-    assert outs[0] == outs[1]
+    assert json.loads(outs[0][0]) == json.loads(outs[1][0])
     assert len(list(cache.glob("*.json"))) == 1
 
 
