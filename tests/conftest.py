@@ -7,6 +7,7 @@ Test modules import the constants (``from conftest import TINY, SCENARIOS``; pyt
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import tomllib
@@ -45,6 +46,37 @@ numerics = "off"
 TINY = TINY_OUTPUTS + 'trace = false\n[output]\nplots = false\n'
 #: The two as the mappings ``Scenario.from_dict`` takes (shared: change a copy, ``{**TINY_DICT, ...}``).
 TINY_DICT, TINY_OUTPUTS_DICT = tomllib.loads(TINY), tomllib.loads(TINY_OUTPUTS)
+
+
+#: what children forked by :func:`forked` use, imported once by the forkserver they are forked from
+PRELOAD = ["cgdr_des.cli", "cgdr_des.cli.common", "cgdr_des.cli.run", "cgdr_des.results.outdir",
+           "cgdr_des.results.export", "cgdr_des.sweep.store", "cgdr_des.item_costs", "cgdr_des.simulation",
+           "cgdr_des.hw", "pandas", "pyarrow.parquet", "matplotlib.pyplot", "test_results_frames", "test_cli"]
+
+
+def forked(target, *args):
+    """``target(cwd, env, conn, *args)`` in a new process forked from a multiprocessing forkserver that has
+    imported :data:`PRELOAD` once (a fresh interpreter pays ~1 s of imports each time). A separate process
+    all the same: its own memory, locks and file descriptors, killed by a signal like any other. ``target``
+    is a module-level function of a test module; ``cwd`` and ``env`` are the caller's (the server's are
+    those of the test that started it). Returns the process and the reading end of ``conn``: send short
+    messages (``conn.send_bytes``), one write each, so a SIGKILL cannot cut one."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(PRELOAD)  # read when this test process's server first starts
+    reader, writer = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=target, args=(os.getcwd(), dict(os.environ), writer, *args), daemon=True)
+    proc.start()
+    writer.close()  # the child holds the only writing end: its death is the reader's end of file
+    return proc, reader
+
+
+def as_the_caller(cwd: str, env: dict) -> None:
+    """In a :func:`forked` child: the caller's working directory and environment."""
+    os.chdir(cwd)
+    os.environ.clear()
+    os.environ.update(env)
 
 
 @pytest.fixture(scope="session")
@@ -89,10 +121,16 @@ def shipped_result():
 
 @pytest.fixture(scope="session", autouse=True)
 def _private_calibration_cache(tmp_path_factory):
-    """Calibrations cached in a directory of this session, never the user's cache; subprocesses
-    started by tests inherit it through the environment."""
+    """Calibrations cached in a directory of this test run, never the user's cache; subprocesses
+    started by tests inherit it through the environment. The processes of one ``pytest -n N`` run
+    share it (the cache is safe for concurrent fills): a shape one worker calibrated, the other reads."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # basetemp is <the run's temp>/popen-gwN: share the run's
+        folder = tmp_path_factory.getbasetemp().parent / "calibration-cache"
+        folder.mkdir(exist_ok=True)
+    else:
+        folder = tmp_path_factory.mktemp("calibration-cache")
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("CGDR_DES_CACHE_DIR", str(tmp_path_factory.mktemp("calibration-cache")))
+        mp.setenv("CGDR_DES_CACHE_DIR", str(folder))
         mp.delenv("CGDR_DES_CACHE", raising=False)
         yield
 
@@ -101,3 +139,17 @@ def _private_calibration_cache(tmp_path_factory):
 def _no_progress(monkeypatch):
     """Progress lines off (tests read stderr line by line); tests of progress turn them on themselves."""
     monkeypatch.setenv("CGDR_DES_PROGRESS", "off")
+
+
+def pytest_collection_modifyitems(config, items):
+    """The modules holding ``slow`` tests first (most first), each module kept whole and in its own order.
+
+    ``.ci/run``'s ``--dist loadfile --no-loadscope-reorder`` hands files to its two workers in this
+    order: the long files start first and the many short ones fill in at the end, so the two workers
+    end together instead of one running a long file alone (xdist's own order, most tests first, puts
+    the long files of few tests last)."""
+    slow: dict[str, int] = {}
+    for item in items:
+        module = item.nodeid.split("::")[0]
+        slow[module] = slow.get(module, 0) + (item.get_closest_marker("slow") is not None)
+    items.sort(key=lambda item: -slow[item.nodeid.split("::")[0]])  # stable: modules stay contiguous

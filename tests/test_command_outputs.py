@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import REPO as ROOT
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 
@@ -25,7 +26,6 @@ from cgdr_des.scenario.sections import DEFAULT_PROFILE
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[1]
 TINY = """name = "tiny"
 [shape]
 nk = 1

@@ -26,10 +26,10 @@ from typing import NamedTuple
 import click
 import pytest
 from click.testing import CliRunner
+from conftest import REPO as ROOT
 
 from cgdr_des.cli import main
 
-ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^\s*```\s*([\w+-]*)\s*$")
 #: ``cgdr-des`` at the start of a code line (after an optional ``$ ``) or after ``&&``

@@ -167,10 +167,10 @@ def test_an_interrupted_sweep_says_one_line_and_ends_its_workers(tmp_path, send,
     assert len(lines) == 1 and lines[0].startswith(first), "\n".join(lines)
     assert "run it again to go on" in lines[0]
     assert_session_ends(cmd.sid)
-    # what was stored is whole: the sweep resumes (the stored points are skipped, not redone)
-    status = subprocess.run([sys.executable, "-m", "cgdr_des", "sweep", "--status", "o"], cwd=tmp_path,
-                            capture_output=True, text=True, env={**os.environ, "PYTHONPATH": _pythonpath()})
-    assert status.returncode == 0 and "failed 0" in status.stdout, status.stdout + status.stderr
+    # what was stored is whole: the sweep resumes (the stored points are skipped, not redone); read in
+    # this process: the reader is the point here, not a second interpreter
+    status = CliRunner().invoke(main, ["sweep", "--status", str(tmp_path / "o")])
+    assert status.exit_code == 0 and "failed 0" in status.stdout, status.output
 
 
 @pytest.mark.parametrize(("command", "sig", "previous"), [
@@ -182,9 +182,8 @@ def test_an_interrupted_writing_command_leaves_out_as_it_was(tmp_path, command, 
     if previous:  # a previous output of the same command, which --force would replace
         (tmp_path / "quick.toml").write_text(TINY if command == "run" else SLOW_TAIL.replace(
             "check_batches = 8", "check_batches = 0"), encoding="utf-8")
-        done = subprocess.run([sys.executable, "-m", "cgdr_des", command, "quick.toml", "--out", "o"], cwd=tmp_path,
-                              capture_output=True, text=True, env={**os.environ, "PYTHONPATH": _pythonpath()})
-        assert done.returncode == 0, done.stderr
+        done = CliRunner().invoke(main, [command, str(tmp_path / "quick.toml"), "--out", str(out)])  # in this process
+        assert done.exit_code == 0, done.output
     before = _tree(out)
     cmd = Command(command, "s.toml", "--out", "o", *(["--force"] if previous else []), cwd=tmp_path)
     cmd.working()

@@ -3,31 +3,33 @@
 files staged) it leaves the previous output whole and nothing the next run trips over; SIGKILLed at
 random moments of a ``run --force`` loop, ``--out`` always reads as a complete output.
 
-The commands run for real in a subprocess on tiny inputs (``run`` and ``compare`` on the stub
+The commands run for real in a child process on tiny inputs (``run`` and ``compare`` on the stub
 simulator of tests/test_cli.py); the pause is a patched ``write_manifest`` (``SweepStore.put`` for
-the sweep, which stores its points in place).
+the sweep, which stores its points in place). The children are forked from a multiprocessing
+forkserver that has imported the package once: a SIGKILL ends a separate process all the same, and
+the ~1 s of imports a fresh interpreter pays is paid once per test process, not once per child.
 """
 
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import random
 import signal
-import subprocess
-import sys
 import textwrap
 import time
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import as_the_caller, forked
 
 from cgdr_des.cli import main
 from cgdr_des.results import outdir as od
 
 pytestmark = pytest.mark.slow
-TESTS = Path(__file__).parent
+WAIT = 120.0
 
 TINY = textwrap.dedent("""
     name = "measured_tiny"
@@ -62,28 +64,38 @@ DIST = textwrap.dedent("""
 """)
 SWEEP = 'name = "w"\nbase = "tiny.toml"\n[grid]\n"kernel.policy" = ["greedy", "round_robin"]\n'
 
-CHILD = textwrap.dedent("""
-    import sys, time
-    sys.path.insert(0, sys.argv[1])
-    import cgdr_des.cli.common as common
-    import cgdr_des.results.outdir as od
-    from cgdr_des.sweep.store import SweepStore
+def _as_the_cli_runs(cwd: str, env: dict, fallback: bool = False) -> None:
+    """The child's state as ``python -c`` had it: the test's directory and environment, the stub simulator."""
     from test_cli import stub_simulate
 
+    import cgdr_des.cli.common as common
+
+    as_the_caller(cwd, env)
     common._simulate = lambda: stub_simulate
+    if fallback:
+        od.exchange = lambda a, b: False
+
+
+def _paused_child(cwd: str, env: dict, conn, args: list[str]) -> None:
+    from cgdr_des.sweep.store import SweepStore
+
+    _as_the_cli_runs(cwd, env)
 
     def pausing(real):
-        def step(*args, **kwargs):
-            print("WRITING", flush=True)
+        def step(*a, **kw):
+            conn.send_bytes(b"WRITING")
             time.sleep(120)
-            return real(*args, **kwargs)
+            return real(*a, **kw)
         return step
 
     od.write_manifest = pausing(od.write_manifest)
     SweepStore.put = pausing(SweepStore.put)
-    from cgdr_des.cli import main
-    main(sys.argv[2:])
-""")
+    try:
+        main(args)
+    except SystemExit as end:  # the command ended without reaching its swap: say how (its line is on stderr)
+        conn.send_bytes(f"exit {end.code}".encode())
+        raise
+
 
 ARGS = {
     "run": ["run", "tiny.toml"],
@@ -127,20 +139,21 @@ def one_line(res, code: int, *parts: str) -> str:
     return lines[0]
 
 
-def start_paused(args: list[str], env: dict | None = None) -> subprocess.Popen:
-    """The command in a subprocess, stopped (for two minutes) just before its output is swapped in."""
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(TESTS), *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
-    for line in proc.stdout:
-        if line.strip() == "WRITING":
-            break
-    assert proc.poll() is None, proc.stderr.read()
+def start_paused(args: list[str]) -> multiprocessing.Process:
+    """The command in a child process, stopped (for two minutes) just before its output is swapped in."""
+    proc, reader = forked(_paused_child, args)
+    try:
+        said = reader.recv_bytes() if reader.poll(WAIT) else b"nothing"
+    except EOFError:
+        said = b"its end"
+    assert said == b"WRITING" and proc.is_alive(), f"the command reached {said.decode()}, not its swap"
     return proc
 
 
-def kill(proc: subprocess.Popen) -> None:
+def kill(proc: multiprocessing.Process) -> None:
     os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=30)
+    proc.join(timeout=30)
+    assert proc.exitcode == -signal.SIGKILL
 
 
 def snapshot(out: Path) -> dict[str, bytes]:
@@ -173,23 +186,24 @@ def test_kill_and_race(inputs, command):
         od.check_complete(inputs / out)
 
 
-LOOP = textwrap.dedent("""
-    import sys
-    sys.path.insert(0, sys.argv[1])
-    import cgdr_des.cli.common as common
-    import cgdr_des.results.outdir as od
-    from test_cli import stub_simulate
-
-    common._simulate = lambda: stub_simulate
-    if sys.argv[2] == "fallback":
-        od.exchange = lambda a, b: False
-    from cgdr_des.cli import main
+def _loop_child(cwd: str, env: dict, conn, mode: str) -> None:
+    """``run --force`` over and over, one message per replacement made (or failed)."""
+    _as_the_cli_runs(cwd, env, fallback=mode == "fallback")
     for i in range(10_000):
         try:
             main(["run", "tiny.toml", "--out", "o", "--force", "--set", f"workload.seed={i}"], standalone_mode=False)
         finally:
-            print("DONE", i, flush=True)
-""")
+            conn.send_bytes(f"DONE {i}".encode())
+
+
+def _messages(reader) -> list[str]:
+    """What a killed child had sent (until its end of file)."""
+    out = []
+    while True:
+        try:
+            out.append(reader.recv_bytes().decode())
+        except EOFError:
+            return out
 
 
 @pytest.mark.parametrize("mode", ["exchange", "fallback"])
@@ -197,12 +211,11 @@ def test_sigkill_at_random_moments_of_a_force_loop_always_leaves_a_complete_outp
     rng = random.Random(24)
     assert invoke(argv("run", "o")).exit_code == 0  # seed 0
     for _ in range(6):
-        proc = subprocess.Popen([sys.executable, "-c", LOOP, str(TESTS), mode], stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, text=True)
-        assert any(line.startswith("DONE") for line in proc.stdout)  # imports done, one replacement made
+        proc, reader = forked(_loop_child, mode)
+        assert reader.poll(WAIT) and reader.recv_bytes().startswith(b"DONE")  # imports done, one replacement made
         time.sleep(rng.uniform(0.0, 0.8))
         kill(proc)
-        done = [int(line.split()[1]) for line in proc.stdout if line.startswith("DONE")]
+        done = [int(m.split()[1]) for m in _messages(reader) if m.startswith("DONE")]
         od.check_complete(inputs / "o")  # a reader: the old output or the new, after its recovery
         seed = json.loads((inputs / "o" / "scenario.resolved.json").read_text())["workload"]["seed"]
         assert 0 <= seed <= max(done, default=0) + 1  # a finished replacement's, or the one under way
