@@ -46,8 +46,9 @@ Against ``instr`` (analysis/benchmarks/bench_phase_variants.py, every kernel var
 launches, two profiles): makespan within 0.03 % (3.4 % with the idle-V timing of earlier versions),
 and each variant's saving over the baseline within 5 % of ``instr``'s (state_double_buffer on dk =
 64, one 130-token item: 2 085 cycles at phase, 2 131 at instr; 47 140 with the idle-V timing). What
-it costs, CPU against the idle-V model (the benchmark's part 2): a whole phase run takes 1.4-1.55x
-(representative 1.54, long_t1024 1.52, long_tail 1.37). The late scan is a second full scan of each
+it costs, CPU against the idle-V model (the benchmark's part 2): a whole phase run takes 1.4-1.7x
+(one run: representative 1.54, long_t1024 1.52, long_tail 1.37; on a shared machine the ratios
+move by about 0.15 from run to run). The late scan is a second full scan of each
 compiled run (of its head only, twice, where the run ends in loops of scalar work:
 :func:`scalar_tail`), about doubling compile time (representative 0.040 -> 0.075 s, nearly all of its
 extra); the DataCopy singles add MTE entries and GM re-plans to the replay (long_t1024 +0.19 s of
