@@ -4,8 +4,10 @@ Part 1 prints one row per (profile, shape, lengths, variant): makespan at ``inst
 with the V-idle model of earlier versions (``PhaseCompiler.late_v = False``: every compute run timed
 as if V were idle when it began, DataCopy runs merged whole) and at ``phase`` as it is, the relative
 error of each, and the variant's saving over the baseline (baseline makespan minus the variant's) at
-each. Part 2 measures what the busy-V timing costs: CPU time of ``scenarios/representative.toml``
-(numerics as shipped) at phase both ways, alternated, and the ratio of the medians.
+each. Part 2 measures what the busy-V timing costs: CPU time of representative, long_t1024 and
+long_tail (numerics as shipped) at phase with the V-idle model, with the late scans alone (DataCopy
+runs merged whole) and as shipped, alternated; the ratio of the medians, and how much of each run
+the phase compiler took (the late scans are compile time; the DataCopy singles cost in the replay).
 
 Run: PYTHONPATH=. python analysis/benchmarks/bench_phase_variants.py [--quick] [--cpu-only]
 """
@@ -19,6 +21,7 @@ from pathlib import Path
 
 import cgdr_des
 from cgdr_des.errors import InputError, KernelDiagnostic
+from cgdr_des.hw import phase
 from cgdr_des.hw.phase import PhaseCompiler
 from cgdr_des.kernel.variants import VARIANTS, variant_fields
 from cgdr_des.scenario import Scenario
@@ -84,20 +87,53 @@ def show(rows: list[dict]) -> None:
         print(f"worst makespan error, {c}: {100 * worst:.3f} %")
 
 
-def cpu_ratio(repeats: int = 3) -> None:
-    """CPU seconds of representative.toml at phase, busy-V timing on and off, alternated."""
-    sc = cgdr_des.load_scenario(ROOT / "scenarios" / "representative.toml")
-    times: dict[bool, list[float]] = {True: [], False: []}
-    for _ in range(repeats):
-        for late in (False, True):
-            PhaseCompiler.late_v = late
-            t = time.process_time()
-            cgdr_des.simulate(sc)
-            times[late].append(time.process_time() - t)
-    PhaseCompiler.late_v = True
-    on, off = statistics.median(times[True]), statistics.median(times[False])
-    print(f"representative.toml at phase, CPU: busy-V timing {on:.3f} s, V-idle model {off:.3f} s, "
-          f"ratio {on / off:.2f} (median of {repeats})")
+#: the scenarios part 2 times (numerics as shipped)
+CPU_SCENARIOS = ("representative", "long_t1024", "long_tail")
+#: part 2's settings: the V-idle model; busy-V timing with DataCopy runs merged whole (what the
+#: late scans alone cost: cycles differ, CPU only); busy-V timing as shipped
+SETTINGS = ("idle_v", "late_scans", "phase")
+
+
+def cpu_ratio(repeats: int = 3, names=CPU_SCENARIOS) -> None:
+    """CPU seconds of each scenario at phase under each of SETTINGS, alternated, medians; and of
+    that the phase compiler's share (PhaseCompiler.compile), to tell the late scans' cost (compile)
+    from the replay's (the DataCopy singles and the events they bring)."""
+    merge = phase.merge_dma_runs
+    compile_ = PhaseCompiler.compile
+    in_compile = [0.0]
+
+    def timed_compile(self, *args, **kwargs):
+        t = time.process_time()
+        try:
+            return compile_(self, *args, **kwargs)
+        finally:
+            in_compile[0] += time.process_time() - t
+
+    PhaseCompiler.compile = timed_compile
+    try:
+        for name in names:
+            sc = cgdr_des.load_scenario(ROOT / "scenarios" / f"{name}.toml")
+            run: dict[str, list[float]] = {s: [] for s in SETTINGS}
+            comp: dict[str, list[float]] = {s: [] for s in SETTINGS}
+            for _ in range(repeats):
+                for setting in SETTINGS:
+                    PhaseCompiler.late_v = setting != "idle_v"
+                    phase.merge_dma_runs = merge if setting == "phase" else (lambda out, singles: merge(out, 0))
+                    in_compile[0] = 0.0
+                    t = time.process_time()
+                    cgdr_des.simulate(sc)
+                    run[setting].append(time.process_time() - t)
+                    comp[setting].append(in_compile[0])
+            r = {s: statistics.median(v) for s, v in run.items()}
+            c = {s: statistics.median(v) for s, v in comp.items()}
+            print(f"{name}.toml at phase, CPU s (compile): V-idle model {r['idle_v']:.3f} ({c['idle_v']:.3f}), "
+                  f"late scans only {r['late_scans']:.3f} ({c['late_scans']:.3f}), busy-V timing "
+                  f"{r['phase']:.3f} ({c['phase']:.3f}); ratio {r['phase'] / r['idle_v']:.2f} "
+                  f"(median of {repeats})")
+    finally:
+        PhaseCompiler.late_v = True
+        PhaseCompiler.compile = compile_
+        phase.merge_dma_runs = merge
 
 
 def main() -> None:

@@ -108,13 +108,15 @@ class ScanState:
         ``done`` moves only if the iteration handed V something: each such iteration ends V's work at
         or past its own start, so past the previous done (which it may equal: an iteration that only
         adds to done what equals it still moves it next time); with nothing for V it stays where it
-        was."""
+        was, and so do V's free cycle and busy cover (at or below S's clock, as the steady state
+        found them: moved on, they would read the same to later records but not to the run's
+        reported ``v_free``)."""
         n_v = before.n_v
         shift = (self.t - before.t) * left + delay
         self.t += shift
-        self.free += shift
-        self.cov += shift
         if self.n_v != n_v:
+            self.free += shift
+            self.cov += shift
             self.done += shift
             self.n_v += (self.n_v - n_v) * left
         ring = self.ring

@@ -45,9 +45,14 @@ are one burst (``repeat``), whose first-byte and bandwidth timing approximates t
 Against ``instr`` (analysis/benchmarks/bench_phase_variants.py, every kernel variant on six small
 launches, two profiles): makespan within 0.03 % (3.4 % with the idle-V timing of earlier versions),
 and each variant's saving over the baseline within 5 % of ``instr``'s (state_double_buffer on dk =
-64, one 130-token item: 2 085 cycles at phase, 2 131 at instr; 47 140 with the idle-V timing). The
-late scan is a second scan of each compiled run: a whole phase run takes ~1.5x the CPU time
-(representative 1.54, long_t1024 1.46, long_tail 1.50; the benchmark prints the first). A run whose flags are not
+64, one 130-token item: 2 085 cycles at phase, 2 131 at instr; 47 140 with the idle-V timing). What
+it costs, CPU against the idle-V model (the benchmark's part 2): a whole phase run takes 1.4-1.7x
+(one run: representative 1.54, long_t1024 1.52, long_tail 1.37; on a shared machine the ratios
+move by about 0.15 from run to run). The late scan is a second full scan of each
+compiled run (of its head only, twice, where the run ends in loops of scalar work:
+:func:`scalar_tail`), about doubling compile time (representative 0.040 -> 0.075 s, nearly all of its
+extra); the DataCopy singles add MTE entries and GM re-plans to the replay (long_t1024 +0.19 s of
+its +0.20 s, long_tail +0.19 of +0.23). A run whose flags are not
 balanced within it (a set consumed, or a wait satisfied, outside the run) or that cannot be timed
 alone (a diagnostic) is kept explicit, so it is timed exactly; so is a run of a single record.
 
@@ -318,17 +323,32 @@ class PhaseCompiler:
             self.dcache.restore(after)
         return self._timed(timing, late)
 
-    def _late_scans(self, records: list, i: int, timing: RunTiming, saved, timer=None) -> tuple | None:
-        """The ``late`` numbers of the run at ``records[i]`` (:func:`late_numbers`): scanned again
+    def _late_scans(self, records: list, i: int, timing: RunTiming, saved, timer=None,
+                    end: int | None = None) -> tuple | None:
+        """The ``late`` numbers of the run ``records[i:end]`` (:func:`late_numbers`): scanned again
         with V busy until after the idle run's span, from the data cache ``saved`` before the run
-        (left as it was found); None if V does nothing in the run or the scan is diagnosed."""
+        (left as it was found); None if V does nothing in the run or the scan is diagnosed.
+
+        A run that ends in a loop of scalar work (:func:`scalar_tail`) behind a short head: only the
+        head is scanned, idle and busy. The tail hands V nothing and waits for nothing, and meets the
+        same cache in both scans, so it takes S as long in both: the busy run's S ends the idle
+        tail's length after the busy head's, and V ends where the busy head leaves it."""
         if timing.v_end <= timing.v_start or not self.late_v:
             return None
         timer = timer or self.timer
+        end = len(records) if end is None else end
+        tail = scalar_tail(records, i, end)
         after, x = self.dcache.state(), late_start(timing)
         try:
             self.dcache.restore(saved)
-            busy, _ = timer.scan(records, i, self.dcache, x, x)
+            if tail == end:
+                busy, _ = timer.scan(records, i, self.dcache, x, x)
+            else:
+                head = records[i:tail]
+                idle_head, _ = timer.scan(head, 0, self.dcache)
+                self.dcache.restore(saved)
+                busy, _ = timer.scan(head, 0, self.dcache, x, x)
+                busy = busy._replace(s_cycles=busy.s_cycles + timing.s_cycles - idle_head.s_cycles)
         except KernelDiagnostic:
             return None
         finally:
@@ -361,7 +381,7 @@ class PhaseCompiler:
             out.extend(self._compile_machine(expand(records[i:j])))   # a Repeat's body may break the run
             return j
         self.compiled_runs += 1
-        out.append(self._timed(timing, self._late_scans(records, i, timing, saved)))
+        out.append(self._timed(timing, self._late_scans(records, i, timing, saved, end=j)))
         return j
 
     def _timed(self, r: RunTiming, late: tuple | None = None) -> TimedMacro:
@@ -403,6 +423,32 @@ def late_start(r: RunTiming) -> int:
     """When V is taken to free up in the late scans of a run (cycles after S's start): past
     everything the idle run timed, so that every path from V's start to an output shows."""
     return max(r.s_cycles, r.v_start, r.v_end) + 1
+
+
+def scalar_tail(records: list, i: int, end: int) -> int:
+    """Where the run ``records[i:end]`` ends in a tail worth leaving out of its late scan (else
+    ``end``): one or more Repeats of scalar work only (Scalar, ScalarGm: nothing for V, no flag),
+    with other Scalar / ScalarGm records among them, behind a head holding no Repeat (cheap to scan
+    twice)."""
+    k, loops = end, False
+    while k > i:
+        rec = records[k - 1]
+        t = type(rec)
+        if t is Repeat:
+            if rec.n < 2 or not _scalar_only(rec.body(0)):
+                return end
+            loops = True
+        elif t is not Scalar and t is not ScalarGm:
+            break
+        k -= 1
+    if not loops or k == i or any(type(r) is Repeat for r in records[i:k]):
+        return end
+    return k
+
+
+def _scalar_only(body: list) -> bool:
+    """Whether a Repeat body (all iterations alike, by the Repeat contract) is scalar work only."""
+    return bool(body) and all(type(r) is Scalar or type(r) is ScalarGm for r in body)
 
 
 def late_numbers(idle: RunTiming, x: int, busy: RunTiming) -> tuple:
