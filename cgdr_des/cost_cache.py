@@ -4,9 +4,10 @@ A tail study, a cost-weighted ``run`` and every worker of a sweep need the same 
 (:mod:`cgdr_des.item_costs`), and measuring them is a phase-fidelity launch. Each entry is one JSON
 file ``<dir>/item-costs/<key>.json`` whose key is the sha256 of its inputs: the resolved profile
 (every field, overrides applied, and which fields were overridden), the shape, ``buffer_num``, the
-launch runner, the package version and a hash of the package's own source, so that an edited
-checkout never reads costs measured by other code. The inputs are stored beside the costs and
-compared on read.
+other ``[kernel]`` fields of a kernel variant (only those that differ from the source kernel, so the
+source kernel's key is the one it always had), the launch runner, the package version and a hash
+of the package's own source, so that an edited checkout never reads costs measured by other code. The
+inputs are stored beside the costs and compared on read.
 
 Where: ``CGDR_DES_CACHE_DIR`` if set, else the user's cache directory (``platformdirs``);
 ``CGDR_DES_CACHE=off`` turns the cache off (the CLI's ``--cache-dir`` and ``--no-cache`` set both for

@@ -1,4 +1,4 @@
-"""Item costs measured once per (profile, overrides, shape, buffer_num) with one phase-fidelity run.
+"""Item costs measured once per (profile, overrides, shape, kernel variant) with one phase-fidelity run.
 
 The cost-weighted dispatch policies need them (``simulation.run_launch``) and the tail studies time
 batches from them (``tail/``), so this module sits below both: the launch runner that measures them is
@@ -12,6 +12,8 @@ costs a sole chunk of ``L`` plus a nearly constant first chunk: the difference, 
 and varying by under 0.1 % over it, is interpolated linearly between the probes) and four-chunk
 sequences (a middle chunk is half the difference between four and two chunks of the same ``L``).
 Every distinct chunk length is a new phase signature to compile, which is what calibration costs.
+The calibration launches run the kernel variant asked for (``buffer_num`` and the other ``[kernel]``
+fields of :mod:`cgdr_des.kernel.variants`), so a variant's items are timed on its own program.
 Each item's duration is its ``end - start`` in the items frame, the median over the heads that ran
 it (cores contend for GM as in any busy launch).
 
@@ -119,19 +121,41 @@ class ItemCosts:
 _ARRAYS = ("sole", "two", "middle", "lock_two", "lock_middle")
 
 
+def variant_key(kernel: dict | None) -> tuple:
+    """The hashable form of a variant's ``[kernel]`` fields (``buffer_num`` aside): the fields whose
+    value differs from the source's (:data:`cgdr_des.kernel.variants.BASELINE`; a field it does not
+    list counts as set), sorted. ``()`` is the source kernel."""
+    from cgdr_des.kernel.variants import BASELINE
+
+    missing = object()
+    return tuple(sorted((str(k), v) for k, v in (kernel or {}).items()
+                        if k != "buffer_num" and BASELINE.get(k, missing) != v))
+
+
+def launch_variant(launch) -> tuple:
+    """:func:`variant_key` of the variant a launch runs (its tiling holds the ``[kernel]`` fields)."""
+    from cgdr_des.kernel.variants import BASELINE
+
+    return variant_key({k: getattr(launch.tiling, k) for k in BASELINE if hasattr(launch.tiling, k)})
+
+
 @lru_cache(maxsize=32)
 def measure_item_costs(prof, nk: int, nv: int, dk: int, dv: int, has_gamma: bool, buffer_num: int,
-                       run_launch) -> ItemCosts:
-    """The item costs of one shape on a loaded profile. Cached in the process (the key is the profile
-    itself, overrides included) and on disk (:mod:`cgdr_des.cost_cache`, keyed by a fingerprint of the
-    same inputs, the package version and its source). ``run_launch(launch, prof, *, policy, fidelity)
-    -> Result`` times a launch."""
+                       run_launch, variant: tuple = ()) -> ItemCosts:
+    """The item costs of one shape and kernel variant on a loaded profile. Cached in the process (the
+    key is the profile itself, overrides included) and on disk (:mod:`cgdr_des.cost_cache`, keyed by a
+    fingerprint of the same inputs, the package version and its source). ``run_launch(launch, prof, *,
+    policy, fidelity) -> Result`` times a launch. ``variant``: :func:`variant_key` of the other
+    ``[kernel]`` fields (``()``, the source kernel, keeps the key it had before variants were keyed)."""
     shape = {"nk": int(nk), "nv": int(nv), "dk": int(dk), "dv": int(dv), "has_gamma": bool(has_gamma)}
     inputs = {"profile": {f.name: getattr(prof, f.name) for f in fields(prof)}, "shape": shape,
               "buffer_num": int(buffer_num), "runner": f"{run_launch.__module__}.{run_launch.__qualname__}"}
-    value = cost_cache.cached("item-costs", inputs,
-                              lambda: _calibrate(prof, nk, nv, dk, dv, has_gamma, buffer_num, run_launch).to_json(),
-                              _why_not_costs)
+    if variant:
+        inputs["kernel"] = dict(variant)
+    value = cost_cache.cached(
+        "item-costs", inputs,
+        lambda: _calibrate(prof, nk, nv, dk, dv, has_gamma, buffer_num, run_launch, dict(variant)).to_json(),
+        _why_not_costs)
     return ItemCosts.from_json(value)
 
 
@@ -149,15 +173,17 @@ def _why_not_costs(doc: dict) -> str | None:
     return None
 
 
-def _calibrate(prof, nk: int, nv: int, dk: int, dv: int, has_gamma: bool, buffer_num: int, run_launch) -> ItemCosts:
-    """Measure the item costs (the phase-fidelity runs the module doc describes)."""
+def _calibrate(prof, nk: int, nv: int, dk: int, dv: int, has_gamma: bool, buffer_num: int, run_launch,
+               variant: dict | None = None) -> ItemCosts:
+    """Measure the item costs (the phase-fidelity runs the module doc describes) of the kernel variant
+    ``buffer_num`` and ``variant`` (further ``make_launch`` keyword arguments) make."""
     def run(lengths):
         """Time one phase-fidelity launch of ``lengths`` (numerics off); ``(Result, Launch)``."""
         lengths = np.asarray(lengths, np.int32)
         shape = Shape(int(lengths.size), int(lengths.sum()), nk, nv, dk, dv, 1.0 / np.sqrt(dk), has_gamma)
         g = draw_g(shape.t, nv, 0) if has_gamma else None
         launch = make_launch(shape, lengths, g, None, numerics="off", ub_size=prof.ub_usable_bytes,
-                             aiv_num=prof.aiv_num, buffer_num=buffer_num)
+                             aiv_num=prof.aiv_num, buffer_num=buffer_num, **(variant or {}))
         try:
             return run_launch(launch, prof, policy="greedy", fidelity="phase"), launch
         except KernelDiagnostic as exc:

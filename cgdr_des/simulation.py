@@ -13,7 +13,7 @@ from cgdr_des.hw import Machine, load_profile
 from cgdr_des.hw.costs import check_timing_fields
 from cgdr_des.hw.phase import PhaseCompiler
 from cgdr_des.integers import ceil_div
-from cgdr_des.item_costs import measure_item_costs
+from cgdr_des.item_costs import launch_variant, measure_item_costs
 from cgdr_des.kernel.batched import compute_numbers
 from cgdr_des.kernel.dispatch import assign_items, compute_avgload
 from cgdr_des.kernel.functional import build_launch, core_assignments, make_launch
@@ -227,7 +227,8 @@ def _item_cost(launch, prof, policy):
     if policy not in COST_POLICIES:
         return None
     sh = launch.shape
-    costs = measure_item_costs(prof, sh.nk, sh.nv, sh.dk, sh.dv, sh.has_gamma, launch.tiling.buffer_num, run_launch)
+    costs = measure_item_costs(prof, sh.nk, sh.nv, sh.dk, sh.dv, sh.has_gamma, launch.tiling.buffer_num, run_launch,
+                               launch_variant(launch))
     return costs.item_cycles
 
 

@@ -100,6 +100,7 @@ WRITERS = {  # the arguments of each command, without --out
     "sensitivity": ["sensitivity", "tiny.toml", "--samples", "0"],
     "measured": ["measured", "m.csv"],
     "calibrate": ["calibrate", "m.csv", "--fields", "vec_pipe_delay_cycles"],
+    "advise": ["advise", "dist.toml", "--batches", "2", "--samples", "0"],
 }
 
 
@@ -151,7 +152,7 @@ def test_a_sweep_directory_is_not_a_runs(d):
     refused(d, [*WRITERS["run"], "--out", output_of(d, "sweep"), "--force"], "--out")
 
 
-@pytest.mark.parametrize("command", ["compare", "tail", "sensitivity", "measured", "calibrate"])
+@pytest.mark.parametrize("command", ["compare", "tail", "sensitivity", "measured", "calibrate", "advise"])
 def test_plot_refuses_an_output_without_the_files_its_command_writes(d, command):
     # plot redraws any command's output (tests/test_command_outputs.py); one that lacks its frames is refused
     assert "is missing" in refused(d, ["plot", output_of(d, command)], "DIRECTORY")
@@ -193,6 +194,17 @@ BOUND_CASES = {
                                              "--out", "o"], "sweep.tail.batches"),
     "sweep --workers 10^5": (lambda d: ["sweep", "w.toml", "--out", "o", "--workers", 100_000], "--workers"),
     "sweep --workers -1": (lambda d: ["sweep", "w.toml", "--out", "o", "--workers", -1], "--workers"),
+    "advise --batches 10^6 + 1": (lambda d: ["advise", "dist.toml", "--out", "o", "--batches", 10**6 + 1],
+                                  "--batches"),
+    "advise --batches 0": (lambda d: ["advise", "dist.toml", "--out", "o", "--batches", 0], "--batches"),
+    "advise --samples 10^7": (lambda d: ["advise", "dist.toml", "--out", "o", "--samples", 10**7], "--samples"),
+    "advise --samples -1": (lambda d: ["advise", "dist.toml", "--out", "o", "--samples", -1], "--samples"),
+    "advise --variants of 300 characters": (lambda d: ["advise", "dist.toml", "--out", "o", "--variants", "Q" * 300],
+                                            "--variants"),
+    "sweep [advise] samples -1": (lambda d: ["sweep", _sweep(d, 'kind = "advise"\n[advise]\nsamples = -1'),
+                                             "--out", "o"], "sweep.advise.samples"),
+    "sweep [advise] variants bogus": (lambda d: ["sweep", _sweep(d, 'kind = "advise"\n[advise]\nvariants = ["x"]'),
+                                                 "--out", "o"], "sweep.advise.variants"),
     "sensitivity --samples 10^7": (lambda d: ["sensitivity", "tiny.toml", "--out", "o", "--samples", 10**7],
                                    "--samples"),
     "sensitivity --samples -1": (lambda d: ["sensitivity", "tiny.toml", "--out", "o", "--samples", -1], "--samples"),

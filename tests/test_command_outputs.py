@@ -73,6 +73,7 @@ PICTURES = {
     "calibrate": ["calibration.png"],
     "sensitivity": ["tornado.png", "joint_makespan.png"],
     "sweep": ["sweep_summary.png"],
+    "advise": ["advice_gain.png"],
 }
 
 
@@ -111,6 +112,9 @@ def outputs(tmp_path_factory) -> dict[str, Path]:
              "--out", out["sensitivity"])
     with _drawing(DRAWN["sweep"]):
         _cli("sweep", tmp / "sweep.toml", "--workers", "0", "--out", out["sweep"])
+    with _drawing(DRAWN["advise"]):
+        _cli("advise", tmp / "tail.toml", "--out", out["advise"], "--variants", "state_db", "--policies", "greedy",
+             "--samples", "1", "--fields", "flag_cycles")
     return out
 
 
@@ -121,6 +125,7 @@ TITLED = {
     "measured": (["measured.png"], "2 shapes"),
     "sensitivity": (["tornado.png", "joint_makespan.png"], "tiny"),
     "sweep": (["sweep_summary.png"], "short"),
+    "advise": (["advice_gain.png"], "tiny"),
 }
 #: command -> {picture's path: what its figure drew}, as the command drew them (filled by the fixture)
 DRAWN: dict[str, dict[str, dict]] = {command: {} for command in PICTURES}

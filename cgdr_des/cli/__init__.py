@@ -7,6 +7,7 @@ refusal stay quick (tests/test_startup.py, analysis/benchmarks/bench_startup.py)
 """
 
 from cgdr_des.cli import (  # noqa: F401  (each registers its commands)
+    advise,
     calibrate,
     compare,
     inspect_cmds,

@@ -64,7 +64,7 @@ def schema() -> None:
               help="Also write each plot in this vector format beside its PNG (the page inlines the PNGs).")
 def plot(directory: Path, core: int | None, window: str | None, fmt: str) -> None:
     """Redraw the PNG plots of any cgdr-des output DIRECTORY (run, compare, tail, measured, calibrate,
-    sensitivity, sweep) from its saved frames, under its lock, swapped in whole. For a run, --core and
+    sensitivity, advise, sweep) from its saved frames, under its lock, swapped in whole. For a run, --core and
     --window choose the Gantt's core and time window (they replace the scenario's [output]
     gantt_core / gantt_window)."""
     from cgdr_des.results.formats import figure_formats

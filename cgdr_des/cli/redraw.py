@@ -115,6 +115,16 @@ def draw_sensitivity(directory: Path) -> list[Path]:
     return [plot_tornado(study, directory / "tornado.png"), plot_joint_makespan(runs, summary, directory / FILE)]
 
 
+def draw_advise(directory: Path) -> list[Path]:
+    """The gain plot of an advice, from ``advice.parquet`` and ``advice.json``."""
+    import pandas as pd
+
+    from cgdr_des.results.advise_plots import FILE, plot_gains
+
+    meta = json.loads((directory / "advice.json").read_text(encoding="utf-8"))
+    return [plot_gains(pd.read_parquet(directory / "advice.parquet"), directory / FILE, meta)]
+
+
 def draw_run_range(directory: Path) -> list[Path]:
     """``run --with-range``: the run's plots are drawn by ``replot``; its ``range/`` study's here."""
     return draw_sensitivity(directory / "range") if (directory / "range" / "interval.json").is_file() else []
@@ -141,12 +151,12 @@ def draw_sweep(directory: Path, target: Path | None = None) -> list[Path]:
 NEEDS: dict[str, tuple[str, ...]] = {
     "tail": ("batches.parquet", "core_finish.parquet", "tail_summary.parquet", "checks.csv", "study.json"),
     "measured": ("measured.csv", "verdicts.json"), "calibrate": ("residuals.csv", "fit.json"),
-    "sensitivity": ("samples.parquet", "interval.json"),
+    "sensitivity": ("samples.parquet", "interval.json"), "advise": ("advice.parquet", "advice.json", "variants.csv"),
 }
 #: command -> the function that draws its directory's plots (``run`` is ``export.replot``'s)
 DRAWERS: dict[str, Callable[[Path], list[Path]]] = {
     "compare": draw_compare, "tail": draw_tail, "measured": draw_measured, "calibrate": draw_calibrate,
-    "sensitivity": draw_sensitivity,
+    "sensitivity": draw_sensitivity, "advise": draw_advise,
 }
 
 
@@ -158,7 +168,7 @@ def redraw(directory: str | Path, *, field: str = "DIRECTORY") -> list[Path]:
         return _redraw_sweep(out, field)
     if command not in DRAWERS:
         raise InputError(field, str(out), "a directory written by cgdr-des (run, compare, tail, measured, "
-                         "calibrate, sensitivity or sweep)")
+                         "calibrate, sensitivity, advise or sweep)")
     kernels = (out / "kernels_summary.parquet").is_file()
     needs = NEEDS.get(command) or (("kernels_summary.parquet", "kernels_pipes.parquet") if kernels
                                    else ("compare.parquet",))

@@ -99,9 +99,9 @@ def _check_memory(spec, points, workers: int, max_memory: str | None) -> None:
     for p in points:
         if p.error is None:
             sc = Scenario.from_dict(p.scenario)
-            if spec.kind == "tail":
-                policies = spec.tail.kwargs().get("policies")
-                check_study_memory(sc, spec.tail.kwargs().get("batches"), len(policies) if policies else None,
+            if spec.kind in ("tail", "advise"):  # an advise point holds one variant's study at a time
+                policies = spec.point_options().get("policies")
+                check_study_memory(sc, spec.point_options().get("batches"), len(policies) if policies else None,
                                    max_memory, parallel)
             else:
                 check_estimate(sc, max_memory, parallel=parallel, quiet=True)

@@ -73,6 +73,9 @@ CAPTIONS = {
                        "helps when the after bars are shorter; leave-one-out shows whether it generalises.",
     "joint_makespan.png": "Makespan over the joint samples of every ranged field, the interval shaded: the "
                           "spread is the uncertainty the profile's ranges leave.",
+    "advice_gain.png": "p99 gain of each kernel variant × dispatch policy over the source kernel with greedy, "
+                       "best on top; a whisker that crosses zero is a gain the profile's ranges do not "
+                       "guarantee.",
     "sweep_summary.png": "The summary metric against each grid axis, one line per value of the other axes: "
                          "slopes show which axis matters.",
 }
@@ -431,7 +434,15 @@ def describe_sweep(d: Path) -> Page:
     return Page(what, answer, tables)
 
 
+def describe_advise(d: Path) -> Page:
+    """An advice: the change to make first (results/advise_page.py)."""
+    from cgdr_des.results.advise_page import describe_advise as describe
+
+    return describe(d)
+
+
 DESCRIBE: dict[str, Callable[[Path], Page]] = {
     "run": describe_run, "tail": describe_tail, "compare": describe_compare, "sensitivity": describe_sensitivity,
     "measured": describe_measured, "calibrate": describe_calibrate, "sweep": describe_sweep,
+    "advise": describe_advise,
 }

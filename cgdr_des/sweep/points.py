@@ -9,7 +9,7 @@ A point whose overrides do not validate (a shape whose tiling cannot fit UB, nv 
 is kept with its one-line error: it is recorded as failed and the other points still run.
 
 The fingerprint is the sha256 of the point's resolved scenario (``Scenario.resolved_dict``: every
-default filled in, lengths written out), what the point runs (kind, frames, tail options) and the
+default filled in, lengths written out), what the point runs (kind, frames, tail or advise options) and the
 package version; a stored point is reused only when its fingerprint matches.
 """
 
@@ -97,6 +97,8 @@ def expand(spec: SweepSpec, *, whole: bool = False) -> list[Point]:
                for g in combos for s in draw_samples(spec) for r in range(spec.replications)]
     columns = _column_types(changes)
     run = {"kind": spec.kind, "frames": spec.frames, "tail": spec.tail.kwargs(), "version": package_version()}
+    if spec.kind == "advise":  # a key of its own: the fingerprints of run and tail points stay what they were
+        run["advise"] = spec.advise.kwargs()
     points = [_point(i, base, c, columns, run) for i, c in enumerate(changes)]
     if whole and all(p.error for p in points):
         raise InputError("sweep", Shown(f"{len(points)} points, none valid"),
@@ -117,8 +119,8 @@ def _point(i: int, base, change: dict[str, Any], columns: dict[str, type], run: 
         return Point(i, params, fingerprint(what), overrides=overrides,
                      error="InputError: workload.distribution: got None; a length distribution: a tail point "
                            "samples its batches")
-    # a tail point samples from the distribution: keep it (and [study]) rather than one batch's lengths
-    resolved = sc.study_dict() if run["kind"] == "tail" else sc.resolved_dict()
+    # a tail or advise point samples from the distribution: keep it (and [study]) rather than one batch's lengths
+    resolved = sc.study_dict() if run["kind"] in ("tail", "advise") else sc.resolved_dict()
     return Point(i, params, fingerprint({"scenario": resolved, **run}), scenario=resolved, overrides=overrides)
 
 

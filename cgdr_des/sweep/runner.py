@@ -37,7 +37,7 @@ class SweepReport:
 def tasks_for(spec: SweepSpec, points: list[Point]) -> list[Task]:
     """The picklable work items of ``points``."""
     version = package_version()
-    return [Task(p.point, spec.kind, p.scenario, p.params, spec.frames, spec.tail.kwargs(), version, p.error)
+    return [Task(p.point, spec.kind, p.scenario, p.params, spec.frames, spec.point_options(), version, p.error)
             for p in points]
 
 

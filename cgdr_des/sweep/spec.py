@@ -3,7 +3,7 @@
 ```toml
 name = "policy_vs_sigma"
 base = "../lognormal_batch.toml"     # a scenario file, relative to this file
-kind = "run"                         # each point: "run" (one simulation) or "tail" (a tail study)
+kind = "run"                         # each point: "run" (one simulation), "tail" (a tail study) or "advise"
 replications = 3                     # workload seeds from SeedSequence(seed).spawn(replications)
 seed = 0                             # default: the base scenario's workload.seed
 frames = false                       # also store each point's frames (true, or a list: ["batches"])
@@ -22,6 +22,10 @@ seed = 1
 
 [tail]                               # keyword arguments of cgdr_des.tail.run_study (kind = "tail")
 batches = 1000
+
+[advise]                             # keyword arguments of cgdr_des.advise.run_advice (kind = "advise")
+variants = ["prefetch", "state_db"]
+samples = 0
 ```
 
 Field paths are dotted (quoted keys) or nested tables (``[grid.kernel] policy = [...]``). Values follow
@@ -38,7 +42,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from cgdr_des.bounds import MAX_REPLICATIONS, MAX_SAMPLE_DRAWS, MAX_STUDY_BATCHES, MAX_SWEEP_POINTS
+from cgdr_des.bounds import MAX_REPLICATIONS, MAX_SAMPLE_DRAWS, MAX_SAMPLES, MAX_STUDY_BATCHES, MAX_SWEEP_POINTS
 from cgdr_des.errors import InputError
 from cgdr_des.overrides import check_path
 from cgdr_des.scenario import MAX_SEED, PolicyName, Scenario, load_scenario, read_toml
@@ -91,6 +95,36 @@ class TailOptions(BaseModel):
         return self.model_dump(exclude_none=True)
 
 
+class AdviseOptions(BaseModel):
+    """``[advise]``: the keyword arguments of ``cgdr_des.advise.run_advice`` an advise point passes
+    (bounded like the command's options), checked with the file."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    variants: Annotated[list[Annotated[str, Field(min_length=1, max_length=200)]],
+                        Field(min_length=1, max_length=64)] | None = None
+    policies: Annotated[list[PolicyName], Field(min_length=1)] | None = None
+    batches: Annotated[int, Field(ge=1, le=MAX_STUDY_BATCHES)] | None = None
+    samples: Annotated[int, Field(ge=0, le=MAX_SAMPLES)] | None = None
+    fields: Annotated[list[Annotated[str, Field(min_length=1, max_length=200)]], Field(min_length=1)] | None = None
+
+    @field_validator("variants")
+    @classmethod
+    def _names(cls, v):
+        if v is not None:
+            from cgdr_des.advise.settings import parse_names
+
+            try:
+                parse_names(v)
+            except InputError as exc:  # named by the file's path (sweep.advise.variants), not the CLI's option
+                raise ValueError(f"{exc.allowed} (got {str(exc.value)[:40]!r})") from None
+        return v
+
+    def kwargs(self) -> dict[str, Any]:
+        """What ``run_advice`` is called with (the options given)."""
+        return self.model_dump(exclude_none=True)
+
+
 class SweepSpec(BaseModel):
     """A validated sweep file (``load_sweep``). Field paths in ``grid``/``sample``/``set`` are flattened."""
 
@@ -99,7 +133,7 @@ class SweepSpec(BaseModel):
     name: Annotated[str, Field(min_length=1)]
     description: str = ""
     base: str
-    kind: Literal["run", "tail"] = "run"
+    kind: Literal["run", "tail", "advise"] = "run"
     replications: Annotated[int, Field(ge=1, le=MAX_REPLICATIONS)] = 1
     # bounded like workload.seed: numpy's SeedSequence and default_rng refuse a negative seed
     seed: Annotated[int, Field(ge=0, le=MAX_SEED)] | None = None
@@ -110,6 +144,7 @@ class SweepSpec(BaseModel):
     sample_n: Annotated[int, Field(ge=1, le=MAX_SAMPLE_DRAWS)] | None = None
     sample_seed: Annotated[int, Field(ge=0, le=MAX_SEED)] = 0
     tail: TailOptions = Field(default_factory=lambda: TailOptions())
+    advise: AdviseOptions = Field(default_factory=lambda: AdviseOptions())
     base_scenario: Scenario
 
     @model_validator(mode="after")
@@ -128,9 +163,9 @@ class SweepSpec(BaseModel):
     @model_validator(mode="after")
     def _frame_names(self):
         if isinstance(self.frames, list):
-            from cgdr_des.sweep.work import RUN_FRAMES, TAIL_FRAMES
+            from cgdr_des.sweep.work import ADVISE_FRAMES, RUN_FRAMES, TAIL_FRAMES
 
-            known = RUN_FRAMES if self.kind == "run" else TAIL_FRAMES
+            known = {"run": RUN_FRAMES, "tail": TAIL_FRAMES, "advise": ADVISE_FRAMES}[self.kind]
             for name in self.frames:
                 if name not in known:
                     raise InputError("frames", name, f"true, false or a list of {', '.join(known)} "
@@ -143,6 +178,10 @@ class SweepSpec(BaseModel):
         for path in v:
             check_path(path, path)
         return v
+
+    def point_options(self) -> dict[str, Any]:
+        """The keyword arguments of each point's study: ``[tail]``'s or ``[advise]``'s (none for a run)."""
+        return {"run": {}, "tail": self.tail.kwargs(), "advise": self.advise.kwargs()}[self.kind]
 
     def base_seed(self) -> int:
         """The SeedSequence base of the replications: ``seed``, else the base scenario's workload seed."""
@@ -215,6 +254,6 @@ def _spec_error(exc: ValidationError) -> InputError:
         return InputError(".".join(["sweep", *loc]), "nothing", "required")
     msg = err["msg"].removeprefix("Value error, ")
     if err["type"] == "extra_forbidden":
-        model = TailOptions if loc[:1] == ["tail"] else SweepSpec
+        model = {"tail": TailOptions, "advise": AdviseOptions}.get(loc[0] if loc else "", SweepSpec)
         msg = f"unknown key (allowed: {', '.join(k for k in model.model_fields if k != 'base_scenario')})"
     return InputError(".".join(["sweep", *loc]), err.get("input"), msg[:1].lower() + msg[1:])

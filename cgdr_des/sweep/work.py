@@ -6,8 +6,9 @@ outcome carries DataFrames, not files: the process that drives the sweep writes 
 needs no file system shared with the client.
 
 ``kind = "run"``: one ``simulate``; the summary is its one-row ``result.summary``. ``kind = "tail"``: one
-``cgdr_des.tail.run_study``; the summary is its per-policy ``.summary``. The point's parameters are added
-to the summary as columns in both cases.
+``cgdr_des.tail.run_study``; the summary is its per-policy ``.summary``. ``kind = "advise"``: one
+``cgdr_des.advise.run_advice``; the summary is its ranked table (one row per variant x policy). The
+point's parameters are added to the summary as columns in every case.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import pandas as pd
 
 RUN_FRAMES = ("items", "cores", "ops")
 TAIL_FRAMES = ("batches", "core_finish", "checks")
+ADVISE_FRAMES = ("batches", "points", "variants")
 
 
 @dataclass(frozen=True)
@@ -31,7 +33,7 @@ class Task:
     scenario: dict[str, Any] | None
     params: dict[str, Any]
     frames: bool | list[str] = False
-    tail: dict[str, Any] = field(default_factory=dict)
+    tail: dict[str, Any] = field(default_factory=dict)  # the point's study options: [tail] or [advise]
     version: str = ""
     error: str | None = None
 
@@ -55,7 +57,7 @@ def run_point(task: Task) -> Outcome:
         if task.error is not None:
             raise _Recorded(task.error)
         _check_version(task.version)
-        runner = _run if task.kind == "run" else _tail
+        runner = {"run": _run, "tail": _tail, "advise": _advise}[task.kind]
         summary, frames = runner(task)
         summary = _with_params(summary, task.params)
         out = Outcome(task.point, summary, frames if task.frames else {})
@@ -106,6 +108,14 @@ def _tail(task: Task) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
     study = run_study(_scenario(task), **task.tail)
     frames = {name: getattr(study, name) for name in _wanted(task.frames, TAIL_FRAMES)}
     return study.summary, frames
+
+
+def _advise(task: Task) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
+    from cgdr_des.advise import run_advice
+
+    advice = run_advice(_scenario(task), **task.tail)
+    frames = {name: getattr(advice, name) for name in _wanted(task.frames, ADVISE_FRAMES)}
+    return advice.table, frames
 
 
 def _wanted(frames: bool | list[str], known: tuple[str, ...]) -> tuple[str, ...]:

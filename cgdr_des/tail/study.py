@@ -62,7 +62,8 @@ def run_study(sc: Scenario, *, batches: int | None = None, policies: list[str] |
     s = sc.shape
     progress = progress if progress is not None else Progress.off()
     with progress.stage("calibrating item costs (phase-fidelity launches, or the calibration cache)", 1) as stage:
-        costs = costs_for(prof, s.nk, s.nv, s.dk, s.dv, s.has_gamma, sc.kernel.buffer_num)
+        costs = costs_for(prof, s.nk, s.nv, s.dk, s.dv, s.has_gamma, sc.kernel.buffer_num,
+                          sc.kernel.tiling_options())
         stage.advance()
     names = _policies(requested, costs, sc.workload.batch)
     with progress.stage(f"sampling {n:,} batch{'es' if n != 1 else ''}", 1) as stage:
