@@ -304,3 +304,82 @@ def run_ops(ran, variants: dict, shape_point: int = 0) -> dict[str, pd.DataFrame
             if all(kernel[k] == {**Kernel().model_dump(), **fields}[k] for k in ALL_VARIANT_FIELDS):
                 out[label] = ops[ops["point"] == r["point"]]
     return out
+
+
+#: the advice frame's columns the report keeps (docs/frames.md §17), in this order
+ADVICE_COLS = ["rank", "variant", "policy", "status", "fields", "p50_us", "p99_us", "gain_p99_us", "gain_p99_min_us",
+               "gain_p99_max_us", "gain_p99_pct", "gain_p50_us", "gain_p50_min_us", "gain_p50_max_us",
+               "item_fixed_us", "chunk_us", "base_item_fixed_us", "base_chunk_us", "v_step", "ub_needed_bytes",
+               "ub_shortfall_bytes"]
+
+
+def advice_table(*rans) -> pd.DataFrame:
+    """Every (study, variant, policy) row of the advise sweeps, ranked within its study. ``study`` is the
+    point's length law, or the sweep's base scenario (``long_tail``) for a sweep without a law axis;
+    ``gain_*_pct`` are shares of the study's source-kernel p99 (p50) with greedy, in percent."""
+    parts = []
+    for ran in rans:
+        s = _summary(ran)
+        laws = s["law"].nunique() > 1 or "workload.distribution" in ran.spec.grid
+        s["study"] = s["law"] if laws else ran.spec.base_scenario.name
+        parts.append(s)
+    s = pd.concat(parts, ignore_index=True)
+    ref = s[(s["variant"] == "baseline") & (s["policy"] == "greedy")].set_index("study")
+    s["base_p99_us"] = s["study"].map(ref["p99_us"])
+    s["base_p50_us"] = s["study"].map(ref["p50_us"])
+    s["ub_extra_bytes"] = s["ub_needed_bytes"] - s["study"].map(ref["ub_needed_bytes"])
+    for end in ("", "_min", "_max"):
+        s[f"gain_p99{end}_pct"] = 100.0 * s[f"gain_p99{end}_us"] / s["base_p99_us"]
+    s["gain_p50_pct"] = 100.0 * s["gain_p50_us"] / s["base_p50_us"]
+    s["rank"] = s["rank"].astype("Int64")
+    cols = ["study", "chip", "nv", "batch", *ADVICE_COLS, "gain_p99_min_pct", "gain_p99_max_pct", "gain_p50_pct",
+            "base_p99_us", "base_p50_us", "ub_extra_bytes"]
+    return s[cols].sort_values(["study", "rank"], key=_study_order, na_position="last").reset_index(drop=True)
+
+
+def _study_order(col: pd.Series) -> pd.Series:
+    if col.name != "study":
+        return col
+    from analysis.report.figures import LAW_ORDER
+
+    order = {law: i for i, law in enumerate(LAW_ORDER)}
+    return col.map(lambda s: order.get(s, len(order)))
+
+
+def advice_best(adv: pd.DataFrame) -> pd.DataFrame:
+    """Per study, four rows against the source kernel with greedy (``choice``): ``source`` (that
+    reference), ``policy only`` (the best policy on the source kernel), ``code only`` (the best code
+    change with greedy) and ``combined`` (the best (variant, policy) row: rank 1)."""
+    rows = []
+    ok = adv[adv["rank"].notna()]
+    for study, g in ok.groupby("study", sort=False):
+        base, greedy = g[g["variant"] == "baseline"], g[g["policy"] == "greedy"]
+        picks = {"source": base[base["policy"] == "greedy"], "policy only": base,
+                 "code only": greedy[greedy["variant"] != "baseline"], "combined": g}
+        for choice, rows_of in picks.items():
+            if rows_of.empty:
+                continue
+            r = rows_of.sort_values("rank").iloc[0]
+            rows.append({"study": study, "choice": choice, **{c: r[c] for c in (
+                "variant", "policy", "fields", "p99_us", "p50_us", "gain_p99_us", "gain_p99_pct", "gain_p99_min_pct",
+                "gain_p99_max_pct", "gain_p50_pct", "item_fixed_us", "chunk_us", "ub_needed_bytes", "ub_extra_bytes",
+                "base_p99_us")}})
+    return pd.DataFrame(rows)
+
+
+def advice_variants(*rans) -> pd.DataFrame:
+    """Per (study, variant): status, the two numbers (µs) beside the source kernel's, their change in
+    percent, UB bytes, and the profile points whose probe failed (from each point's ``variants`` frame)."""
+    parts = []
+    for ran in rans:
+        v = frame_of(ran, "variants").merge(describe(ran)[["point", "law"]], on="point")
+        laws = v["law"].nunique() > 1 or "workload.distribution" in ran.spec.grid
+        v["study"] = v["law"] if laws else ran.spec.base_scenario.name
+        parts.append(v)
+    v = pd.concat(parts, ignore_index=True)
+    v["item_fixed_change_pct"] = 100.0 * (v["item_fixed_us"] / v["base_item_fixed_us"] - 1.0)
+    v["chunk_change_pct"] = 100.0 * (v["chunk_us"] / v["base_chunk_us"] - 1.0)
+    cols = ["study", "variant", "status", "fields", "item_fixed_us", "base_item_fixed_us", "item_fixed_change_pct",
+            "chunk_us", "base_chunk_us", "chunk_change_pct", "v_step", "ub_needed_bytes", "base_ub_needed_bytes",
+            "ub_shortfall_bytes", "points_failed"]
+    return v[[c for c in cols if c in v]].sort_values("study", key=_study_order, kind="stable").reset_index(drop=True)
