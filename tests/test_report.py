@@ -121,6 +121,8 @@ def test_the_advise_section_quotes_its_frames(report):
         assert row["p99_us"] == pytest.approx(top["p99_us"], rel=1e-12)
         assert top["gain_p99_us"] == pytest.approx(ref - row["p99_us"], rel=1e-9, abs=1e-6)
         assert comb["gain_p99_pct"] == pytest.approx(100 * (ref - row["p99_us"]) / ref, rel=1e-9)
+        # the interval in percent is taken point by point, and the nominal profile is one of its points
+        assert comb["gain_p99_min_pct"] <= comb["gain_p99_pct"] + 1e-9 <= comb["gain_p99_max_pct"] + 2e-9
     assert (out / "advise_gain.png").is_file()
 
 

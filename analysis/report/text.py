@@ -427,8 +427,8 @@ def _advice_rows(q: Quotes, study: str, ranks: list[int]) -> str:
     rows = []
     for r in ranks:
         w = {"study": study, "rank": r}
-        rows.append([str(r), f"`{q.frames['advice'].loc[_row(q, 'advice', w), 'variant']}`",
-                     f"`{q.frames['advice'].loc[_row(q, 'advice', w), 'policy']}`",
+        label = q.frames["advice"].loc[_row(q, "advice", w)]
+        rows.append([str(r), f"`{label['variant']}`", f"`{label['policy']}`",
                      f"{q.q('advice', 'gain_p99_us', US, **w)} [{q.q('advice', 'gain_p99_min_us', US, **w)}, "
                      f"{q.q('advice', 'gain_p99_max_us', US, **w)}]", q.q('advice', 'gain_p99_pct', PCT_NUM, **w),
                      q.q('advice', 'gain_p50_pct', PCT_NUM, **w), q.q('advice', 'item_fixed_us', MS, **w),
