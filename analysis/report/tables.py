@@ -369,15 +369,17 @@ def _study_order(col: pd.Series) -> pd.Series:
 
 
 def advice_best(adv: pd.DataFrame) -> pd.DataFrame:
-    """Per study, four rows against the source kernel with greedy (``choice``): ``source`` (that
-    reference), ``policy only`` (the best policy on the source kernel), ``code only`` (the best code
-    change with greedy) and ``combined`` (the best (variant, policy) row: rank 1)."""
+    """Per study, five rows against the source kernel with greedy (``choice``): ``source`` (that
+    reference), ``policy only`` (the best policy on the source kernel), ``code only`` (the best variant
+    with greedy), ``single change`` (the best variant that sets one ``[kernel]`` field, with greedy: a
+    union such as ``code_all`` is several changes) and ``combined`` (the best (variant, policy) row: rank 1)."""
     rows = []
     ok = adv[adv["rank"].notna()]
     for study, g in ok.groupby("study", sort=False):
         base, greedy = g[g["variant"] == "baseline"], g[g["policy"] == "greedy"]
-        picks = {"source": base[base["policy"] == "greedy"], "policy only": base,
-                 "code only": greedy[greedy["variant"] != "baseline"], "combined": g}
+        changes = greedy[greedy["variant"] != "baseline"]
+        picks = {"source": base[base["policy"] == "greedy"], "policy only": base, "code only": changes,
+                 "single change": changes[changes["fields"].str.count("=") == 1], "combined": g}
         for choice, rows_of in picks.items():
             if rows_of.empty:
                 continue

@@ -402,7 +402,8 @@ order is shown.
         parts.append("**`long_tail`** (one batch: its p50 and p99 are its makespan)\n\n"
                      + _advice_rows(q, lt, a["top"].get(lt, [])) + "\n")
     parts.append(f"""**Across the length laws**: the best policy on the source kernel, the best code change with
-`greedy`, and the best of both together (p99 gain over the source kernel with `greedy`, interval in
+`greedy`, the best change of one `[kernel]` field with `greedy` (`code_all` is several), and the best
+of both together (p99 gain over the source kernel with `greedy`, interval in
 brackets):
 
 {_best_rows(q, a['studies'])}
@@ -469,19 +470,20 @@ def _best_rows(q: Quotes, studies: list[str]) -> str:
         if not q.has("advice_best", study=s, choice="source"):
             continue
         cells = [s if s != "long_tail" else "`long_tail`", q.q("advice_best", "p99_us", US, study=s, choice="source")]
-        for choice in ("policy only", "code only", "combined"):
+        for choice in ("policy only", "code only", "single change", "combined"):
             w = {"study": s, "choice": choice}
             if not q.has("advice_best", **w):
                 cells.append("")
                 continue
             r = best.loc[_row(q, "advice_best", w)]
             name = f"`{r['policy']}`" if choice == "policy only" else (
-                f"`{r['variant']}`" if choice == "code only" else f"`{r['variant']}` + `{r['policy']}`")
+                f"`{r['variant']}` + `{r['policy']}`" if choice == "combined" else f"`{r['variant']}`")
             cells.append(f"{name}: {q.q('advice_best', 'gain_p99_pct', PCT_NUM, **w)} "
                          f"[{q.q('advice_best', 'gain_p99_min_pct', PCT_NUM, **w)}, "
                          f"{q.q('advice_best', 'gain_p99_max_pct', PCT_NUM, **w)}]")
         rows.append(cells)
-    return table(["study", "source p99 (µs)", "best policy alone", "best code change alone", "both"], rows)
+    return table(["study", "source p99 (µs)", "best policy alone", "best code change alone",
+                  "best single change alone", "both"], rows)
 
 
 def _advise_answer(q: Quotes, t: dict) -> str:
@@ -504,7 +506,22 @@ over the profile's ranges, with {q.q('advice_best', 'ub_needed_bytes', INT, **w)
 change with `greedy` buys {q.q('advice_best', 'gain_p99_pct', PCT_NUM, study=head, choice='code only')} and the
 best policy on the source kernel {q.q('advice_best', 'gain_p99_pct', PCT_NUM, study=head, choice='policy only')}.
 Across the {q.f('advise_studies', INT)} studies, the best code change with `greedy` is `{first}` in
-{_count_word(int(wins.iloc[0]))} of them."""
+{_count_word(int(wins.iloc[0]))} of them.{_single_first(q, head, a['long_tail'])}"""
+
+
+def _single_first(q: Quotes, head: str, lt: str | None) -> str:
+    """Which one-field change to make first, at the headline point and on long_tail (when they differ,
+    the two numbers say why: one lowers the per-chunk cost, the other the per-item fixed cost)."""
+    best = q.frames["advice_best"]
+    picks = [(s, best.loc[_row(q, "advice_best", {"study": s, "choice": "single change"})])
+             for s in (head, lt) if s and q.has("advice_best", study=s, choice="single change")]
+    if not picks:
+        return ""
+    text = [f"`{r['variant']}` {'at the headline point' if s == head else 'on `long_tail`'} "
+            f"({q.q('advice_best', 'gain_p99_pct', PCT_NUM, study=s, choice='single change')} with `greedy`; fixed "
+            f"{q.q('advice_best', 'item_fixed_us', MS, study=s, choice='single change')} µs, chunk "
+            f"{q.q('advice_best', 'chunk_us', MS, study=s, choice='single change')} µs)" for s, r in picks]
+    return " If one change is made first, the best single one is " + " and ".join(text) + "."
 
 
 def _count_word(n: int) -> str:
