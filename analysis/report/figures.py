@@ -316,6 +316,10 @@ def sensitivity(sens: pd.DataFrame, policy: str, path: Path, top: int = 12) -> P
     return save_figure(fig, path)
 
 
+#: the advise figure leaves out (and names) variants whose best row loses more than this share (%)
+LOSS_SHOWN = 25.0
+
+
 def advise_gain(adv: pd.DataFrame, studies: list[str], path: Path, top: int = 12) -> Path:
     """The p99 gain (% of the source kernel's p99 with greedy) of each variant with its best policy (the
     ``top`` best), a panel per study, whiskers over the profile points, bars coloured by policy."""
@@ -324,7 +328,10 @@ def advise_gain(adv: pd.DataFrame, studies: list[str], path: Path, top: int = 12
     for k, study in enumerate(studies):
         ax = fig.add_subplot(1, len(studies), k + 1)
         rows = adv[(adv["study"] == study) & adv["rank"].notna()].sort_values("rank")
-        rows = rows.drop_duplicates("variant").head(top)[::-1]
+        rows = rows.drop_duplicates("variant").head(top)
+        # a variant that loses a lot at its best would squash the others' bars: named under the panel instead
+        lost = rows[rows["gain_p99_pct"] < -LOSS_SHOWN]
+        rows = rows[rows["gain_p99_pct"] >= -LOSS_SHOWN][::-1]
         y = np.arange(len(rows))
         gain = rows["gain_p99_pct"].to_numpy(float)
         err = [gain - rows["gain_p99_min_pct"].to_numpy(float), rows["gain_p99_max_pct"].to_numpy(float) - gain]
@@ -337,7 +344,10 @@ def advise_gain(adv: pd.DataFrame, studies: list[str], path: Path, top: int = 12
         ax.axvline(0, color=NEUTRAL, lw=0.8)
         ax.set_yticks(y, [f"{v} · {p}" for v, p in zip(rows["variant"], rows["policy"], strict=True)],
                       fontsize="small")
-        ax.set_xlabel("p99 gain over the source kernel with greedy (%)")
+        note = "" if lost.empty else (f"\nnot shown (lose over {LOSS_SHOWN:g} % at best): "
+                                      + ", ".join(f"{v} ({g:.0f} %)" for v, g in zip(lost["variant"],
+                                                                                   lost["gain_p99_pct"], strict=True)))
+        ax.set_xlabel("p99 gain over the source kernel with greedy (%)" + note)
         ax.set_title(study, fontsize="medium")
     order = [p for p in POLICY_COLOURS if p in seen] + ["the same change with greedy"]
     fig.legend([seen[p] for p in order], order, loc="outside lower center", ncols=min(len(order), 6),
