@@ -22,9 +22,10 @@ pytestmark = pytest.mark.slow
 
 SECTIONS = ("## How the numbers were made", "## 1. The makespan tail per policy", "## 2. Load balance",
             "## 3. Where the tail comes from", "## 4. The skew penalty", "## 5. Single and double buffering, prefetch",
-            "## 6. The seed notes' claims", "## 7. Recommendation", "## Regenerating")
+            "## 6. The seed notes' claims", "## 7. Recommendation", "## 8. What to change in the kernel",
+            "## Regenerating")
 #: numbers the text states as rules or cites from the docs, not measurements
-RULE_CONSTANTS = {"0.95", "2.5"}
+RULE_CONSTANTS = {"0.95", "2.5", "0.03"}
 
 
 @pytest.fixture(scope="module")
@@ -92,6 +93,36 @@ def test_quoted_percentiles_are_numpys_on_the_stored_batches(report):
         want = np.percentile(grp["makespan_us"].to_numpy(), 99)
         got = select(grid, {"point": int(point), "policy": policy})["p99_us"]
         assert got == pytest.approx(want, rel=1e-12)
+
+
+def test_the_advise_section_quotes_its_frames(report):
+    """Section 8 ranks kernel changes from the advise sweeps: its tables' numbers are quotes of the
+    advice frames, the combined best is the rank-1 row of its study, and a gain is the source kernel's
+    p99 (baseline with greedy, read from the sweep's stored summary) minus the row's."""
+    out, _, readme = report
+    section = readme.split("## 8. What to change in the kernel")[1].split("## Regenerating")[0]
+    quotes = pd.read_csv(out / "quotes.csv", keep_default_na=False)
+    used = quotes[quotes["frame"].isin(["advice", "advice_best", "advice_variants"])]
+    assert len(used) > 20 and all(text in section for text in used["text"])
+    assert "**Headline point (lognormal σ=1)**" in section and "**`long_tail`**" in section
+    adv, best = read_frame(out / "frames" / "advice.csv"), read_frame(out / "frames" / "advice_best.csv")
+    assert set(adv["study"]) == {"lognormal σ=1", "long_tail"}
+    for study, g in adv.groupby("study"):
+        top = g[g["rank"] == 1].iloc[0]
+        comb = select(best, {"study": study, "choice": "combined"})
+        assert (comb["variant"], comb["policy"]) == (top["variant"], top["policy"])
+        assert f"`{top['variant']}` + `{top['policy']}`" in section
+        # the quick advise sweeps hold one point each: its stored rows are this study's
+        stored = pd.read_parquet(out / "_work" / ("advise_long_tail" if study == "long_tail" else "advise")
+                                 / "summary.parquet")
+        ref = select(stored, {"variant": "baseline", "policy": "greedy"})["p99_us"]
+        row = select(stored, {"variant": top["variant"], "policy": top["policy"]})
+        assert row["p99_us"] == pytest.approx(top["p99_us"], rel=1e-12)
+        assert top["gain_p99_us"] == pytest.approx(ref - row["p99_us"], rel=1e-9, abs=1e-6)
+        assert comb["gain_p99_pct"] == pytest.approx(100 * (ref - row["p99_us"]) / ref, rel=1e-9)
+        # the interval in percent is taken point by point, and the nominal profile is one of its points
+        assert comb["gain_p99_min_pct"] <= comb["gain_p99_pct"] + 1e-9 <= comb["gain_p99_max_pct"] + 2e-9
+    assert (out / "advise_gain.png").is_file()
 
 
 # --- python -m analysis.report --check: the committed report against the code ---------------------------

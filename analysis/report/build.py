@@ -44,7 +44,7 @@ def build_report(out: Path, *, quick: bool, workers: int, work: Path | None = No
     body = "\n".join([text.section_header(q, meta), text.section_method(q, t), text.section_tail(q, t),
                       text.section_balance(q, t), text.section_long_tail(q, t), text.section_skew(q, t),
                       text.section_buffering(q, t), text.section_claims(q, t), text.section_recommendation(q, t),
-                      text.section_files(meta)])
+                      text.section_advise(q, t), text.section_files(meta)])
     (out / "README.md").write_text(body, encoding="utf-8")
     q.write()
     now = time.perf_counter()
@@ -91,10 +91,15 @@ def frames_and_facts(q: Quotes, rans: dict, workers: int, quick: bool) -> dict:
     q.frame("published", pd.DataFrame([{"system": s, "heads": h, "skewed_ms": a, "even_ms": b, "penalty": a / b,
                                         "source": "FlashQLA benchmark_results_H200.txt (H200, d=128, forward)"}
                                        for s, h, a, b in PUBLISHED]))
+    adv = q.frame("advice", tables.advice_table(rans["advise"], rans["advise_long_tail"]))
+    q.frame("advice_best", tables.advice_best(adv))
+    q.frame("advice_variants", tables.advice_variants(rans["advise"], rans["advise_long_tail"]))
     t = choices(grid, gains, laws, balance, ltp, sk, buf, sens)
+    t["advise"] = advise_choices(adv, t["headline"]["law"])
+    t["advise"]["fields"] = list(rans["advise"].spec.advise.fields or [])
     t["nv_cols"] = sorted({(c, int(n)) for c, n in zip(nvg["chip"], nvg["nv"], strict=True)})
     facts(q, t, rans, grid, gains, checks, buf, sens, workers)
-    t.update(grid=grid, laws=laws, balance=balance, lt=lt, sk=sk, buf=buf, sens=sens)
+    t.update(grid=grid, laws=laws, balance=balance, lt=lt, sk=sk, buf=buf, sens=sens, adv=adv)
     return t
 
 
@@ -155,6 +160,7 @@ def facts(q: Quotes, t: dict, rans: dict, grid, gains, checks, buf, sens, worker
     q.fact("long_tail_avgload", -(-int(sum(lengths)) * sc.shape.nv // load_cores(sc)))
     q.fact("max_util_mte3", buf["util_MTE3"].max())
     q.fact("sens_runs", sens["point"].nunique())
+    advise_facts(q, rans)
     for key, policy in (("rec", t["recommended"]), ("alt", t["contiguous"])):
         s = sens[sens["policy"] == policy]
         q.fact(f"{key}_gain_nominal", s[s["kind"] == "nominal"]["p99_gain"].iloc[0])
@@ -162,6 +168,34 @@ def facts(q: Quotes, t: dict, rans: dict, grid, gains, checks, buf, sens, worker
         q.fact(f"{key}_gain_high", s["p99_gain"].max())
     facts = q.close_facts().set_index("key")["value"]
     t["claims"] = verdicts(t, facts, rans, q)
+
+
+def advise_choices(adv: pd.DataFrame, law: str) -> dict:
+    """The advise section's studies (the grid's laws in order, then long_tail), its headline study (the
+    report's headline law), and the rows each table shows: per study, each variant's best row (its rank)."""
+    studies = list(dict.fromkeys(adv["study"]))
+    head = law if law in studies else studies[0]
+    ranked = adv[adv["rank"].notna()]
+    return {"studies": studies, "headline": head, "long_tail": next((s for s in studies if s == "long_tail"), None),
+            "top": {s: [int(r) for r in g.sort_values("rank").drop_duplicates("variant")["rank"]]
+                    for s, g in ranked.groupby("study", sort=False)},
+            "variants": list(dict.fromkeys(adv["variant"])),
+            "unfit": sorted(set(adv.loc[adv["rank"].isna(), "variant"]))}
+
+
+def advise_facts(q: Quotes, rans: dict) -> None:
+    """How the advise sweeps ran: variants, policies, batches, ranged fields, joint samples, profile points."""
+    spec, lt = rans["advise"].spec, rans["advise_long_tail"].spec
+    adv = q.frames["advice"]
+    q.fact("advise_variants", adv["variant"].nunique())
+    q.fact("advise_code_variants", adv["variant"].nunique() - 1)
+    q.fact("advise_policies", adv.groupby("study")["policy"].nunique().max())
+    q.fact("advise_studies", adv["study"].nunique())
+    q.fact("advise_batches", spec.advise.batches or spec.base_scenario.study.batches)
+    q.fact("advise_long_tail_batches", lt.advise.batches or 1)
+    fields = spec.advise.fields or []
+    q.fact("advise_fields", len(fields))
+    q.fact("advise_samples", spec.advise.samples if spec.advise.samples is not None else 8)
 
 
 def load_cores(sc) -> int:
@@ -201,7 +235,9 @@ def draw(t: dict, rans: dict, out: Path) -> list[str]:
              "claim_c": lambda p: figures.claim_c(_law_batches(rans, t["balance_law"]), p),
              "claim_d": lambda p: figures.claim_d(t["laws"], p),
              "claim_e": lambda p: figures.claim_e(tables.run_ops(rans["buffering"], sweeps.BUFFER_VARIANTS), p),
-             "sensitivity": lambda p: figures.sensitivity(t["sens"], t["recommended"], p)}
+             "sensitivity": lambda p: figures.sensitivity(t["sens"], t["recommended"], p),
+             "advise_gain": lambda p: figures.advise_gain(t["adv"], [s for s in (t["advise"]["headline"],
+                                                                                  t["advise"]["long_tail"]) if s], p)}
     for chip in t["balance_chips"]:
         names[f"load_balance_{chip}"] = lambda p, chip=chip: figures.load_balance(ratios, chip, p)
     for name, fn in names.items():

@@ -314,3 +314,43 @@ def sensitivity(sens: pd.DataFrame, policy: str, path: Path, top: int = 12) -> P
     ax.legend(fontsize="small", loc="lower right")
     ax.set_title(f"How sure is {policy}'s p99 gain, given the profile's declared ranges?")
     return save_figure(fig, path)
+
+
+#: the advise figure leaves out (and names) variants whose best row loses more than this share (%)
+LOSS_SHOWN = 25.0
+
+
+def advise_gain(adv: pd.DataFrame, studies: list[str], path: Path, top: int = 12) -> Path:
+    """The p99 gain (% of the source kernel's p99 with greedy) of each variant with its best policy (the
+    ``top`` best), a panel per study, whiskers over the profile points, bars coloured by policy."""
+    fig = Figure(figsize=(6.2 * len(studies), 0.34 * top + 2.2), layout="constrained")
+    seen: dict[str, object] = {}
+    for k, study in enumerate(studies):
+        ax = fig.add_subplot(1, len(studies), k + 1)
+        rows = adv[(adv["study"] == study) & adv["rank"].notna()].sort_values("rank")
+        rows = rows.drop_duplicates("variant").head(top)
+        # a variant that loses a lot at its best would squash the others' bars: named under the panel instead
+        lost = rows[rows["gain_p99_pct"] < -LOSS_SHOWN]
+        rows = rows[rows["gain_p99_pct"] >= -LOSS_SHOWN][::-1]
+        y = np.arange(len(rows))
+        gain = rows["gain_p99_pct"].to_numpy(float)
+        err = [gain - rows["gain_p99_min_pct"].to_numpy(float), rows["gain_p99_max_pct"].to_numpy(float) - gain]
+        for yi, g, p in zip(y, gain, rows["policy"], strict=True):
+            seen[p] = ax.barh(yi, g, color=policy_colour(p), height=0.7)
+        ax.errorbar(gain, y, xerr=np.clip(err, 0, None), fmt="none", ecolor=NEUTRAL, capsize=3, lw=1)
+        alone = adv[(adv["study"] == study) & (adv["policy"] == "greedy")].set_index("variant")["gain_p99_pct"]
+        seen["the same change with greedy"] = ax.scatter(rows["variant"].map(alone), y, marker="D", s=22, zorder=3,
+                                                         facecolor="white", edgecolor=policy_colour("greedy"))
+        ax.axvline(0, color=NEUTRAL, lw=0.8)
+        ax.set_yticks(y, [f"{v} · {p}" for v, p in zip(rows["variant"], rows["policy"], strict=True)],
+                      fontsize="small")
+        note = "" if lost.empty else (f"\nnot shown (lose over {LOSS_SHOWN:g} % at best): "
+                                      + ", ".join(f"{v} ({g:.0f} %)" for v, g in zip(lost["variant"],
+                                                                                   lost["gain_p99_pct"], strict=True)))
+        ax.set_xlabel("p99 gain over the source kernel with greedy (%)" + note)
+        ax.set_title(study, fontsize="medium")
+    order = [p for p in POLICY_COLOURS if p in seen] + ["the same change with greedy"]
+    fig.legend([seen[p] for p in order], order, loc="outside lower center", ncols=min(len(order), 6),
+               fontsize="small")
+    fig.suptitle("Which kernel change (and policy) buys the most at p99? (whiskers: the profile's ranges)")
+    return save_figure(fig, path)

@@ -30,7 +30,8 @@ from cgdr_des.sweep.spec import SweepSpec, sweep_from_dict
 from cgdr_des.timing.space import latin_hypercube, one_at_a_time, select
 
 SWEEP_DIR = Path(__file__).resolve().parents[2] / "scenarios" / "sweeps"
-SWEEPS = ("grid", "checks", "balance", "long_tail", "skew", "buffering", "sensitivity")
+SWEEPS = ("grid", "checks", "balance", "long_tail", "skew", "buffering", "sensitivity", "advise",
+          "advise_long_tail")
 
 #: label -> the ``kernel`` fields of that variant (the buffering section's bars, in this order).
 BUFFER_VARIANTS = {"single (BUFFER_NUM 1)": {"buffer_num": 1}, "double (BUFFER_NUM 2)": {"buffer_num": 2},
@@ -45,6 +46,9 @@ SENS_SAMPLES, SENS_SEED = 16, 0
 #: calibrates item costs four times (each chip, and the two ends of the sensitivity parameter), and
 #: none of them on split V-tiles (dv = 64 is one V-tile on the 48-core A2: the split probes cost ~30 s).
 QUICK_SHAPE = {"shape.dk": 64, "shape.dv": 64}
+#: ``--quick`` advise options: two variants (the state DMAs and the union of the code changes; each variant
+#: costs one calibration, a few seconds of CPU at this shape), one ranged field, no joint samples
+QUICK_ADVISE = {"samples": 0, "fields": ["vec_pipe_delay_cycles"], "variants": ["state_load_dma", "code_all"]}
 QUICK = {
     "grid": {"grid": {"shape": [0], "workload.batch": [1, 2]}, "tail": {"batches": 60}, "set": QUICK_SHAPE},
     "checks": {"grid": {"hardware": [0], "shape": [0]}, "tail": {"batches": 20},
@@ -56,6 +60,11 @@ QUICK = {
     "skew": {"grid": {"hardware": [0], "shape": [0]}, "set": QUICK_SHAPE},
     "buffering": {"grid": {"shape": [0, 2]}},
     "sensitivity": {"tail": {"batches": 60}, "set": {"shape.nk": 8, "shape.nv": 8, **QUICK_SHAPE}},
+    # the headline law only, on the quick grid's shape (its item costs are calibrated once per variant for
+    # both advise sweeps: long_tail's quick shape is the same), few batches, one ranged field, no joint samples
+    "advise": {"grid": {"workload.distribution": [2]}, "set": {"shape.nk": 8, "shape.nv": 8, **QUICK_SHAPE},
+               "advise": QUICK_ADVISE | {"batches": 40}},
+    "advise_long_tail": {"set": QUICK_SHAPE, "advise": QUICK_ADVISE},
 }
 QUICK_SENS_PARAMS = ("vec_pipe_delay_cycles",)
 
@@ -87,6 +96,8 @@ def spec_for(name: str, quick: bool) -> SweepSpec:
             doc["grid"][axis] = [doc["grid"][axis][i] for i in keep]
         doc.setdefault("set", {}).update(cut.get("set", {}))
         doc.setdefault("tail", {}).update(cut.get("tail", {}))
+        if "advise" in cut:
+            doc.setdefault("advise", {}).update(cut["advise"])
     return sweep_from_dict(doc, base_dir=path.parent)
 
 

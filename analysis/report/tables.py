@@ -304,3 +304,101 @@ def run_ops(ran, variants: dict, shape_point: int = 0) -> dict[str, pd.DataFrame
             if all(kernel[k] == {**Kernel().model_dump(), **fields}[k] for k in ALL_VARIANT_FIELDS):
                 out[label] = ops[ops["point"] == r["point"]]
     return out
+
+
+#: the advice frame's columns the report keeps (docs/frames.md §17), in this order
+ADVICE_COLS = ["rank", "variant", "policy", "status", "fields", "p50_us", "p99_us", "gain_p99_us", "gain_p99_min_us",
+               "gain_p99_max_us", "gain_p99_pct", "gain_p50_us", "gain_p50_min_us", "gain_p50_max_us",
+               "item_fixed_us", "chunk_us", "base_item_fixed_us", "base_chunk_us", "v_step", "ub_needed_bytes",
+               "ub_shortfall_bytes"]
+
+
+def advice_table(*rans) -> pd.DataFrame:
+    """Every (study, variant, policy) row of the advise sweeps, ranked within its study. ``study`` is the
+    point's length law, or the sweep's base scenario (``long_tail``) for a sweep without a law axis;
+    ``gain_*_pct`` are shares of the study's source-kernel p99 (p50) with greedy, in percent; the p99
+    gain's interval in percent is taken point by point (:func:`_point_pct`)."""
+    s = pd.concat([_with_study(ran, _summary(ran)) for ran in rans], ignore_index=True)
+    ref = s[(s["variant"] == "baseline") & (s["policy"] == "greedy")].set_index("study")
+    s["base_p99_us"] = s["study"].map(ref["p99_us"])
+    s["base_p50_us"] = s["study"].map(ref["p50_us"])
+    s["ub_extra_bytes"] = s["ub_needed_bytes"] - s["study"].map(ref["ub_needed_bytes"])
+    s["gain_p99_pct"] = 100.0 * s["gain_p99_us"] / s["base_p99_us"]
+    s = s.merge(pd.concat([_point_pct(ran) for ran in rans], ignore_index=True), on=["study", "variant", "policy"],
+                how="left")
+    s["gain_p50_pct"] = 100.0 * s["gain_p50_us"] / s["base_p50_us"]
+    s["rank"] = s["rank"].astype("Int64")
+    cols = ["study", "chip", "nv", "batch", *ADVICE_COLS, "gain_p99_min_pct", "gain_p99_max_pct", "gain_p50_pct",
+            "base_p99_us", "base_p50_us", "ub_extra_bytes"]
+    return s[cols].sort_values(["study", "rank"], key=_study_order, na_position="last").reset_index(drop=True)
+
+
+def _with_study(ran, df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` (rows with the sweep's ``point`` and ``law``) with a ``study`` column: the point's length law,
+    or the sweep's base scenario name when the sweep has no law axis (long_tail)."""
+    laws = "workload.distribution" in ran.spec.grid
+    return df.assign(study=df["law"] if laws else ran.spec.base_scenario.name)
+
+
+def _point_pct(ran) -> pd.DataFrame:
+    """Per (study, variant, policy): the least and largest p99 gain over the profile points as a percent of
+    the source kernel's p99 with greedy *at the same point* (a slower point has a larger p99, so the
+    nominal p99 is not the right denominator), from each sweep point's stored ``points`` frame. Read
+    file by file: that frame's own ``point`` column (the profile point) is also the sweep's partition key."""
+    parts = []
+    for path in sorted((ran.store.root / "frames" / "points").glob("point=*/part-0.parquet")):
+        f = pd.read_parquet(path)
+        f = f[(f["error"].fillna("") == "") & f["gain_p99_us"].notna()]
+        base = f[(f["variant"] == "baseline") & (f["policy"] == "greedy")].set_index("point")["p99_us"]
+        f = f.assign(pct=100.0 * f["gain_p99_us"] / f["point"].map(base))
+        g = f.groupby(["variant", "policy"])["pct"].agg(gain_p99_min_pct="min", gain_p99_max_pct="max").reset_index()
+        parts.append(g.assign(point=int(path.parent.name.partition("=")[2])))
+    if not parts:
+        return pd.DataFrame(columns=["study", "variant", "policy", "gain_p99_min_pct", "gain_p99_max_pct"])
+    g = pd.concat(parts, ignore_index=True).merge(describe(ran)[["point", "law"]], on="point")
+    return _with_study(ran, g).drop(columns=["point", "law"])
+
+
+def _study_order(col: pd.Series) -> pd.Series:
+    if col.name != "study":
+        return col
+    from analysis.report.figures import LAW_ORDER
+
+    order = {law: i for i, law in enumerate(LAW_ORDER)}
+    return col.map(lambda s: order.get(s, len(order)))
+
+
+def advice_best(adv: pd.DataFrame) -> pd.DataFrame:
+    """Per study, five rows against the source kernel with greedy (``choice``): ``source`` (that
+    reference), ``policy only`` (the best policy on the source kernel), ``code only`` (the best variant
+    with greedy), ``single change`` (the best variant that sets one ``[kernel]`` field, with greedy: a
+    union such as ``code_all`` is several changes) and ``combined`` (the best (variant, policy) row: rank 1)."""
+    rows = []
+    ok = adv[adv["rank"].notna()]
+    for study, g in ok.groupby("study", sort=False):
+        base, greedy = g[g["variant"] == "baseline"], g[g["policy"] == "greedy"]
+        changes = greedy[greedy["variant"] != "baseline"]
+        picks = {"source": base[base["policy"] == "greedy"], "policy only": base, "code only": changes,
+                 "single change": changes[changes["fields"].str.count("=") == 1], "combined": g}
+        for choice, rows_of in picks.items():
+            if rows_of.empty:
+                continue
+            r = rows_of.sort_values("rank").iloc[0]
+            rows.append({"study": study, "choice": choice, **{c: r[c] for c in (
+                "variant", "policy", "fields", "p99_us", "p50_us", "gain_p99_us", "gain_p99_pct", "gain_p99_min_pct",
+                "gain_p99_max_pct", "gain_p50_pct", "item_fixed_us", "chunk_us", "ub_needed_bytes", "ub_extra_bytes",
+                "base_p99_us")}})
+    return pd.DataFrame(rows)
+
+
+def advice_variants(*rans) -> pd.DataFrame:
+    """Per (study, variant): status, the two numbers (µs) beside the source kernel's, their change in
+    percent, UB bytes, and the profile points whose probe failed (from each point's ``variants`` frame)."""
+    v = pd.concat([_with_study(ran, frame_of(ran, "variants").merge(describe(ran)[["point", "law"]], on="point"))
+                   for ran in rans], ignore_index=True)
+    v["item_fixed_change_pct"] = 100.0 * (v["item_fixed_us"] / v["base_item_fixed_us"] - 1.0)
+    v["chunk_change_pct"] = 100.0 * (v["chunk_us"] / v["base_chunk_us"] - 1.0)
+    cols = ["study", "variant", "status", "fields", "item_fixed_us", "base_item_fixed_us", "item_fixed_change_pct",
+            "chunk_us", "base_chunk_us", "chunk_change_pct", "v_step", "ub_needed_bytes", "base_ub_needed_bytes",
+            "ub_shortfall_bytes", "points_failed"]
+    return v[[c for c in cols if c in v]].sort_values("study", key=_study_order, kind="stable").reset_index(drop=True)

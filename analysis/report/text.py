@@ -13,9 +13,11 @@ from analysis.report.quotes import Quotes
 from cgdr_des.kernel.policies import POLICIES
 
 PCT, PCT0, RATIO, US, MS, INT = "{:.1%}", "{:.0%}", "{:.3f}", "{:,.0f}", "{:,.1f}", "{:,.0f}"
+#: a number already in percent (the advise frames' ``_pct`` columns), and a signed change in percent
+PCT_NUM, SIGNED_PCT, SIGNED_INT = "{:.1f}%", "{:+.1f}%", "{:+,.0f}"
 CONTIGUOUS = ("float_share", "cost_greedy", "minmax_contiguous")
 FIGURES = ("grid_ratio", "gain_by_nv", "load_balance", "long_tail", "skew", "buffering", "claim_a", "claim_b",
-           "claim_c", "claim_d", "claim_e", "sensitivity")
+           "claim_c", "claim_d", "claim_e", "sensitivity", "advise_gain")
 
 
 def kernel_change(policy: str) -> str:
@@ -359,3 +361,168 @@ fingerprints are printed as notes (most code changes move no number).
 
 Files: {', '.join(f'`{f}.png`' for f in meta['figures'])}.
 """
+
+
+def section_advise(q: Quotes, t: dict) -> str:
+    """What to change in the kernel: the ranking at the headline point, on long_tail and across the
+    grid's laws, and the combined best (code change + policy) against the source kernel with greedy."""
+    a = t["advise"]
+    head, lt = a["headline"], a["long_tail"]
+    names = ", ".join(f"`{v}`" for v in a["variants"] if v != "baseline")
+    fields = ", ".join(f"`{f}`" for f in a["fields"]) or "every ranged field"
+    parts = [f"""## 8. What to change in the kernel
+
+Sections 1-4 and 7 change only the dispatch, on the source kernel. Here the kernel's code changes
+too. Each study below is one `cgdr-des advise` (docs/advise.md), run through `cgdr-des sweep` on
+`scenarios/sweeps/report_advise.toml` (the grid's length laws at B = 16, Nv = 16, dk = dv = 128,
+atlas-300i-duo; the lognormal σ = 1 law is the headline point) and `report_advise_long_tail.toml`
+(`long_tail`'s one batch). It ranks {q.f('advise_code_variants', INT)} kernel variants ({names};
+docs/kernel.md says what each changes in the AscendC code), each with up to
+{q.f('advise_policies', INT)} dispatch policies, by the **p99 gain over the source kernel (`baseline`) with
+`greedy`**, the kernel as shipped.
+
+**Method.** Every variant's item costs are calibrated on its own program at `phase` fidelity, which
+agrees with `instr` within 0.03 % on makespan for every variant on small launches (the README's
+"Fidelity agreement"). Every (variant, policy) times the *same* {q.f('advise_batches', INT)} sampled batches per
+law (common batches: a gain is not blurred by a second sample). The interval after a gain is its
+least and largest value over the nominal profile, each end of the ranged profile fields {fields}
+(those that move the headline p99 most in the sensitivity sweep) and {q.f('advise_samples', INT)} joint
+samples of them; each point's item costs come from the probe shift of docs/advise.md. "Fixed" is the
+per-item fixed cost (a 1-token item), "chunk" the cost of a middle 64-token chunk, both in µs. Each
+ranking shows every variant with its best policy, ranked by that row's p99 gain (`frames/advice.csv`
+has every (variant, policy) row); policies that tie give one makespan, and the first in `cgdr-des`'s
+order is shown.
+"""]
+    parts.append(f"**Headline point ({head})**\n\n" + _advice_rows(q, head, a["top"].get(head, [])) + "\n")
+    parts.append(f"What each change does to the two numbers that decide the tail at this shape (source kernel: "
+                 f"fixed {q.q('advice_variants', 'base_item_fixed_us', MS, study=head, variant='baseline')} µs, "
+                 f"chunk {q.q('advice_variants', 'base_chunk_us', MS, study=head, variant='baseline')} µs):\n\n"
+                 + _variant_rows(q, head, a["variants"]) + "\n")
+    if lt:
+        parts.append("**`long_tail`** (one batch: its p50 and p99 are its makespan)\n\n"
+                     + _advice_rows(q, lt, a["top"].get(lt, [])) + "\n")
+    parts.append(f"""**Across the length laws**: the best policy on the source kernel, the best code change with
+`greedy`, the best change of one `[kernel]` field with `greedy` (`code_all` is several), and the best
+of both together (p99 gain over the source kernel with `greedy`, interval in
+brackets):
+
+{_best_rows(q, a['studies'])}
+
+{img('advise_gain', 'p99 gain of the best kernel changes and policies')}
+""")
+    parts.append(_advise_answer(q, t) + "\n")
+    parts.append(f"""**Caveats.** The intervals are how far the declared profile ranges move a gain at the points
+tried, not confidence intervals; a lower end below zero is a gain the ranges do not guarantee. The
+batches are timed by the surrogate from each variant's calibrated item costs; unlike the tail grid,
+no batch of a variant was re-simulated at `phase` fidelity (the surrogate checks above are on the
+source kernel). {q.f('advise_batches', INT)} batches per law (the grid has {q.f('grid_batches', INT)}) keep the
+sweep's cost down, so a p99 rests on the few slowest batches. The 48-core atlas-a2-910b2 is left
+out: at Nv = 16 it splits V-tiles across cores, whose item costs need a split calibration per
+variant. The code changes are modelled from their AscendC form (docs/kernel.md); none has run on a
+310P.
+""")
+    return "\n".join(parts)
+
+
+def _advice_rows(q: Quotes, study: str, ranks: list[int]) -> str:
+    rows = []
+    for r in ranks:
+        w = {"study": study, "rank": r}
+        label = q.frames["advice"].loc[_row(q, "advice", w)]
+        rows.append([str(r), f"`{label['variant']}`", f"`{label['policy']}`",
+                     f"{q.q('advice', 'gain_p99_us', US, **w)} [{q.q('advice', 'gain_p99_min_us', US, **w)}, "
+                     f"{q.q('advice', 'gain_p99_max_us', US, **w)}]", q.q('advice', 'gain_p99_pct', PCT_NUM, **w),
+                     q.q('advice', 'gain_p50_pct', PCT_NUM, **w), q.q('advice', 'item_fixed_us', MS, **w),
+                     q.q('advice', 'chunk_us', MS, **w), q.q('advice', 'ub_needed_bytes', INT, **w)])
+    return table(["rank", "change", "policy", "p99 gain (µs)", "p99 gain", "p50 gain", "fixed (µs)", "chunk (µs)",
+                  "UB (B)"], rows)
+
+
+def _row(q: Quotes, name: str, where: dict) -> int:
+    """The index of the one row of frame ``name`` matching ``where`` (for a label, not a quoted number)."""
+    from analysis.report.quotes import select
+
+    return select(q.frames[name], where).name
+
+
+def _variant_rows(q: Quotes, study: str, variants: list[str]) -> str:
+    rows = []
+    for v in variants:
+        if v == "baseline" or not q.has("advice_variants", study=study, variant=v):
+            continue
+        w = {"study": study, "variant": v}
+        status = q.frames["advice_variants"].loc[_row(q, "advice_variants", w), "status"]
+        if status != "ok":
+            rows.append([f"`{v}`", status, "", "", ""])
+            continue
+        rows.append([f"`{v}`", status, f"{q.q('advice_variants', 'item_fixed_us', MS, **w)} "
+                     f"({q.q('advice_variants', 'item_fixed_change_pct', SIGNED_PCT, **w)})",
+                     f"{q.q('advice_variants', 'chunk_us', MS, **w)} "
+                     f"({q.q('advice_variants', 'chunk_change_pct', SIGNED_PCT, **w)})",
+                     q.q('advice_variants', 'ub_needed_bytes', INT, **w)])
+    return table(["change", "status", "fixed (µs)", "chunk (µs)", "UB (B)"], rows)
+
+
+def _best_rows(q: Quotes, studies: list[str]) -> str:
+    rows = []
+    best = q.frames["advice_best"]
+    for s in studies:
+        if not q.has("advice_best", study=s, choice="source"):
+            continue
+        cells = [s if s != "long_tail" else "`long_tail`", q.q("advice_best", "p99_us", US, study=s, choice="source")]
+        for choice in ("policy only", "code only", "single change", "combined"):
+            w = {"study": s, "choice": choice}
+            if not q.has("advice_best", **w):
+                cells.append("")
+                continue
+            r = best.loc[_row(q, "advice_best", w)]
+            name = f"`{r['policy']}`" if choice == "policy only" else (
+                f"`{r['variant']}` + `{r['policy']}`" if choice == "combined" else f"`{r['variant']}`")
+            cells.append(f"{name}: {q.q('advice_best', 'gain_p99_pct', PCT_NUM, **w)} "
+                         f"[{q.q('advice_best', 'gain_p99_min_pct', PCT_NUM, **w)}, "
+                         f"{q.q('advice_best', 'gain_p99_max_pct', PCT_NUM, **w)}]")
+        rows.append(cells)
+    return table(["study", "source p99 (µs)", "best policy alone", "best code change alone",
+                  "best single change alone", "both"], rows)
+
+
+def _advise_answer(q: Quotes, t: dict) -> str:
+    """The section's answer: the combined best at the headline point against the source kernel, split
+    into what the code change and the policy each buy alone, and which code change wins most laws."""
+    a = t["advise"]
+    head = a["headline"]
+    best = q.frames["advice_best"]
+    comb = best.loc[_row(q, "advice_best", {"study": head, "choice": "combined"})]
+    code = best[best["choice"] == "code only"]
+    wins = code["variant"].value_counts()
+    first = wins.index[0]
+    w = {"study": head, "choice": "combined"}
+    return f"""**What to change.** At the headline point, make **`{comb['variant']}`** with **`{comb['policy']}`**: the
+p99 drops from {q.q('advice_best', 'p99_us', US, study=head, choice='source')} µs to
+{q.q('advice_best', 'p99_us', US, **w)} µs, a gain of {q.q('advice_best', 'gain_p99_pct', PCT_NUM, **w)} in
+[{q.q('advice_best', 'gain_p99_min_pct', PCT_NUM, **w)}, {q.q('advice_best', 'gain_p99_max_pct', PCT_NUM, **w)}]
+over the profile's ranges, with {q.q('advice_best', 'ub_needed_bytes', INT, **w)} B of UB
+({q.q('advice_best', 'ub_extra_bytes', SIGNED_INT, **w)} B against the source kernel). Alone, the best code
+change with `greedy` buys {q.q('advice_best', 'gain_p99_pct', PCT_NUM, study=head, choice='code only')} and the
+best policy on the source kernel {q.q('advice_best', 'gain_p99_pct', PCT_NUM, study=head, choice='policy only')}.
+Across the {q.f('advise_studies', INT)} studies, the best code change with `greedy` is `{first}` in
+{_count_word(int(wins.iloc[0]))} of them.{_single_first(q, head, a['long_tail'])}"""
+
+
+def _single_first(q: Quotes, head: str, lt: str | None) -> str:
+    """Which one-field change to make first, at the headline point and on long_tail (when they differ,
+    the two numbers say why: one lowers the per-chunk cost, the other the per-item fixed cost)."""
+    best = q.frames["advice_best"]
+    picks = [(s, best.loc[_row(q, "advice_best", {"study": s, "choice": "single change"})])
+             for s in (head, lt) if s and q.has("advice_best", study=s, choice="single change")]
+    if not picks:
+        return ""
+    text = [f"`{r['variant']}` {'at the headline point' if s == head else 'on `long_tail`'} "
+            f"({q.q('advice_best', 'gain_p99_pct', PCT_NUM, study=s, choice='single change')} with `greedy`; fixed "
+            f"{q.q('advice_best', 'item_fixed_us', MS, study=s, choice='single change')} µs, chunk "
+            f"{q.q('advice_best', 'chunk_us', MS, study=s, choice='single change')} µs)" for s, r in picks]
+    return " If one change is made first, the best single one is " + " and ".join(text) + "."
+
+
+def _count_word(n: int) -> str:
+    return {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight"}.get(n, str(n))
