@@ -44,6 +44,22 @@ lengths = [8, 3]
 numerics = "off"
 """
 TINY = TINY_OUTPUTS + 'trace = false\n[output]\nplots = false\n'
+#: One 8-token item of one head (dk = dv = 64), timing only, nothing drawn: the smallest real run, for
+#: tests about how a command behaves rather than what it computes.
+ONE_ITEM = """name = "short"
+[shape]
+nk = 1
+nv = 1
+dk = 64
+dv = 64
+[workload]
+lengths = [8]
+[sim]
+numerics = "off"
+trace = false
+[output]
+plots = false
+"""
 #: The two as the mappings ``Scenario.from_dict`` takes (shared: change a copy, ``{**TINY_DICT, ...}``).
 TINY_DICT, TINY_OUTPUTS_DICT = tomllib.loads(TINY), tomllib.loads(TINY_OUTPUTS)
 

@@ -15,25 +15,13 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
+from conftest import ONE_ITEM, REPO
 
 from cgdr_des.cli import main
 from cgdr_des.cli.app import CLOSED_READER_EXIT, reader_gone
 
-ROOT = Path(__file__).resolve().parents[1]
-TINY = """name = "tiny"
-[shape]
-nk = 1
-nv = 1
-dk = 64
-dv = 64
-[workload]
-lengths = [8]
-[sim]
-numerics = "off"
-trace = false
-[output]
-plots = false
-"""
+ROOT = REPO
+TINY = ONE_ITEM
 
 
 def _closed_reader(*args, cwd: Path = ROOT, stderr_closed: bool = False) -> tuple[int, str]:

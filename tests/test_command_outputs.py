@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import ONE_ITEM
 from conftest import REPO as ROOT
 from matplotlib.figure import Figure
 from matplotlib.text import Text
@@ -42,20 +43,7 @@ batches = 20
 check_batches = 1
 bootstrap = 10
 """
-SHORT = """name = "short"
-[shape]
-nk = 1
-nv = 1
-dk = 64
-dv = 64
-[workload]
-lengths = [8]
-[sim]
-numerics = "off"
-trace = false
-[output]
-plots = false
-"""
+SHORT = ONE_ITEM
 TAIL = TINY.replace("lengths = [64, 40]", 'batch = 2\ndistribution = { kind = "uniform", min = 8, max = 64 }')
 SWEEP = """name = "tiny_grid"
 base = "short.toml"

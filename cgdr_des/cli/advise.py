@@ -69,11 +69,7 @@ def advise(scenario: str, out: Path, variants: tuple[str, ...], policies: tuple[
             written = write_advice(advice, staging)
             written["plot"] = draw_advise(staging)[0]  # from the frames just written, as `plot` redraws it
         common.write_page(target, staging, "advise")
-    for line in advice_lines(advice):
-        click.echo(line)
-    click.echo(f"outputs    {out}: {', '.join(sorted(p.name for p in written.values()))}")
-    for w in caught:
-        click.echo(f"WARNING: {w.message}", err=True)
+    common.echo_outputs(advice_lines(advice), out, written, caught)
 
 
 def advice_lines(advice) -> list[str]:

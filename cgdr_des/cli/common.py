@@ -122,6 +122,16 @@ def write_page(target: OutputDir, directory: Path, command: str) -> None:
         write_index(directory, command)
 
 
+def echo_outputs(lines: list[str], out: Path, written: dict, caught: list) -> None:
+    """A study command's console ending: its result lines, the files it wrote, then the warnings the
+    study raised (on stderr, after the answer they qualify)."""
+    for line in lines:
+        click.echo(line)
+    click.echo(f"outputs    {out}: {', '.join(sorted(p.name for p in written.values()))}")
+    for w in caught:
+        click.echo(f"WARNING: {w.message}", err=True)
+
+
 def summary_lines(result) -> list[str]:
     """The three console lines that describe a run: what ran, its makespan, its balance."""
     s = result.summary.iloc[0]

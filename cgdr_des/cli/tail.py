@@ -52,11 +52,7 @@ def tail(scenario: str, out: Path, batches: int | None, policies: tuple[str, ...
         with target.writing():
             written = write_study(result, staging)
         common.write_page(target, staging, "tail")
-    for line in study_lines(result):
-        click.echo(line)
-    click.echo(f"outputs    {out}: {', '.join(sorted(p.name for p in written.values()))}")
-    for w in caught:
-        click.echo(f"WARNING: {w.message}", err=True)
+    common.echo_outputs(study_lines(result), out, written, caught)
 
 
 def study_lines(result) -> list[str]:
