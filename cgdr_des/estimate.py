@@ -9,11 +9,12 @@ per-unit costs measured by ``analysis/benchmarks/bench_estimate.py --calibrate``
 launches (the constants below, with the date), and the same script checks them against every
 shipped scenario (within a factor of 2, README "Benchmarks"):
 
-- simulation at ``phase`` fidelity: a cost per chunk item (chunk x head x V-tile), several times
-  larger when V-tiles are split over cores, where every core compiles the phases that read GM by
-  scalar against its own data cache instead of reusing one compilation; at ``instr`` a cost per
-  instruction record (~10 L^2 + 29 L dk per chunk of L tokens per head and V-tile);
-- writing: a cost per ops row (Parquet; ~94 rows per chunk item at ``phase``, one per record at
+- simulation at ``phase`` fidelity: a cost per chunk item (chunk x head x V-tile), about twice as
+  large when V-tiles are split over cores, where every occurrence of a phase that reads GM by scalar
+  is built and its accesses passed through its core's own data cache (a pass on arrays) instead of
+  reusing one compilation; at ``instr`` a cost per instruction record (~10 L^2 + 29 L dk per chunk
+  of L tokens per head and V-tile);
+- writing: a cost per ops row (Parquet; ~157 rows per chunk item at ``phase``, one per record at
   ``instr`` up to the cap on kept rows), a cost per row the Chrome trace keeps (at most ``[sim]
   max_trace_events``), a cost per byte of the compressed outputs, and a fixed cost for the PNGs.
 
@@ -49,20 +50,20 @@ import numpy as np
 from cgdr_des.errors import InputError
 
 # Measured by analysis/benchmarks/bench_estimate.py --calibrate (2026-12-02, the 2-core development
-# machine shared with other work; CPU seconds, the median of 3 runs). Seconds, bytes.
-START_SECONDS = 1.2                # `cgdr-des run` of a 1-token launch without plots or trace
-PLOT_SECONDS = 1.7                 # loading matplotlib and drawing the PNGs (the Gantt: at most 20 000 ops)
-PHASE_SECONDS_PER_ITEM = 2.2e-3    # simulating one chunk item at phase fidelity, numbers included
-SPLIT_SECONDS_PER_ITEM = 1.4e-2    # the same with V-tiles split over cores
-INSTR_SECONDS_PER_RECORD = 1.4e-6  # simulating one instruction record at instr fidelity
-PHASE_ROWS_PER_ITEM = 94           # ops rows of one chunk item at phase fidelity
-WRITE_SECONDS_PER_ROW = 8.9e-7     # the frames to Parquet, per ops row
-OUTPUT_SECONDS_PER_BYTE = 3.0e-8   # outputs.npz (compressed), per byte of out and final_state
-TRACE_SECONDS_PER_ROW = 1.6e-5     # the Chrome trace, per ops row it keeps (flag arrows included)
-BASE_BYTES = 181 * 2**20           # peak RSS of a 1-token run with plots
-PHASE_BYTES_PER_ITEM = 86_000      # the machine's records in flight, ops rows and spans, per chunk item
-INSTR_BYTES_PER_ROW = 330          # the same per instruction row at instr fidelity
-TRACE_BYTES_PER_ROW = 2_350        # the trace's events (dicts, then JSON text) and frames, per row kept
+# machine shared with other work, load 5.0-5.5; CPU seconds, the median of 5 runs). Seconds, bytes.
+START_SECONDS = 1.5                # `cgdr-des run` of a 1-token launch without plots or trace
+PLOT_SECONDS = 0.67                # loading matplotlib and drawing the PNGs (the Gantt: at most 20 000 ops)
+PHASE_SECONDS_PER_ITEM = 1.8e-3    # simulating one chunk item at phase fidelity, numbers included
+SPLIT_SECONDS_PER_ITEM = 4.1e-3    # the same with V-tiles split over cores
+INSTR_SECONDS_PER_RECORD = 1.3e-6  # simulating one instruction record at instr fidelity
+PHASE_ROWS_PER_ITEM = 157          # ops rows of one chunk item at phase fidelity
+WRITE_SECONDS_PER_ROW = 1.8e-6     # the frames to Parquet, per ops row
+OUTPUT_SECONDS_PER_BYTE = 2.6e-8   # outputs.npz (compressed), per byte of out and final_state
+TRACE_SECONDS_PER_ROW = 8.6e-6     # the Chrome trace, per ops row it keeps (flag arrows included)
+BASE_BYTES = 189 * 2**20           # peak RSS of a 1-token run with plots
+PHASE_BYTES_PER_ITEM = 109_000     # the machine's records in flight, ops rows and spans, per chunk item
+INSTR_BYTES_PER_ROW = 465          # the same per instruction row at instr fidelity
+TRACE_BYTES_PER_ROW = 2_320        # the trace's events (dicts, then JSON text) and frames, per row kept
 OPS_ROW_LIMIT = 2_000_000          # as cgdr_des.simulation: beyond it only spans are kept
 SPAN_BYTES_PER_ITEM = 4 * 1024     # instr with rows dropped: one span row per phase and step
 SPAN_ROWS_PER_ITEM = 20            # span rows of one chunk item when the ops rows are dropped

@@ -13,8 +13,8 @@ line says so).
 
 ``--calibrate``: measure the per-unit costs that estimate.py keeps as constants, on synthetic
 launches that are none of the shipped scenarios (so the table above checks the constants, it does
-not fit them): start-up and plots from a 1-token ``cgdr-des run`` with and without plots (and the
-drawing of an 8-core run's plots); the compressed outputs per byte; per chunk
+not fit them): start-up and plots from a 1-token ``cgdr-des run`` with and without plots (and what drawing a
+larger 8-core run's plots adds over a smaller one's); the compressed outputs per byte; per chunk
 item at ``phase`` fidelity, unsplit and with V-tiles split over cores, per instruction record at
 ``instr``, per ops row written to Parquet and per row kept in the Chrome trace, each as the
 difference between two sizes of one shape run in two child processes (fixed costs cancel), and
@@ -223,8 +223,11 @@ def calibrate(repeat: int) -> None:
             f"{p['rss'] / MIB:.0f} MiB after" for p in pair))
     ph, sp, ins = got["phase"], got["split"], got["instr"]
     consts.update({
-        # loading matplotlib and drawing a 1-core run, then what drawing an 8-core run's plots adds
-        "PLOT_SECONDS": plotted - start + ph[1]["plots"],
+        # loading matplotlib and drawing a small run's plots (the 1-core run), then what a Gantt at its
+        # cap of ops adds (the larger phase run's drawing less the smaller's: both 8 cores); adding the
+        # larger run's whole drawing counted the drawing of a run's figures twice (small runs came out
+        # ~1 s high)
+        "PLOT_SECONDS": plotted - start + ph[1]["plots"] - ph[0]["plots"],
         "OUTPUT_SECONDS_PER_BYTE": slope(*ph, "npz", "out_bytes"),
         "PHASE_SECONDS_PER_ITEM": slope(*ph, "sim", "items"),
         "SPLIT_SECONDS_PER_ITEM": slope(*sp, "sim", "items"),
