@@ -110,8 +110,10 @@ def test_each_field_moves_the_makespan_its_way(study):
     assert _end(study, "vec_pipe_delay_cycles", "high")[0] > nom
     for name in RATES:
         assert _end(study, name, "low")[0] >= nom, name
+    # a slower clock: GM bandwidth is per second, so each cycle moves more bytes (fewer cycles where a
+    # DataCopy holds the scalar unit up, as the DMA calls phase keeps apart do), yet more µs
     cyc, us = _end(study, "clock_mhz", "low")
-    assert cyc == nom and us > study.nominal_us
+    assert cyc <= nom and us > study.nominal_us
 
 
 def test_the_study_is_deterministic():
