@@ -24,8 +24,9 @@ SECTIONS = ("## How the numbers were made", "## 1. The makespan tail per policy"
             "## 3. Where the tail comes from", "## 4. The skew penalty", "## 5. Single and double buffering, prefetch",
             "## 6. The seed notes' claims", "## 7. Recommendation", "## 8. What to change in the kernel",
             "## Regenerating")
-#: numbers the text states as rules or cites from the docs, not measurements
-RULE_CONSTANTS = {"0.95", "2.5", "0.03"}
+#: numbers the text states as rules or cites from the docs, not measurements: the bootstrap level,
+#: docs/tail.md's split-tile surrogate bound, phase against instr on kernel variants
+RULE_CONSTANTS = {"0.95", "0.2", "0.03"}
 
 
 @pytest.fixture(scope="module")
