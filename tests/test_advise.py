@@ -92,10 +92,11 @@ def test_every_variant_and_policy_is_claimed_once_and_overflow_is_a_row(out):
 @pytest.mark.slow  # the module's advice: calibrations and probes of two variants, ~20 s
 def test_intervals_are_the_min_and_max_over_the_profile_points(out):
     table, _, points, _ = _frames(out[0])
-    assert set(points["kind"]) == {"nominal", "oat", "lhs"} and points["point"].nunique() == 1 + 3 + 2
-    base = points[(points["variant"] == "baseline") & (points["policy"] == "greedy")].set_index("point")["p99_us"]
+    assert set(points["kind"]) == {"nominal", "oat", "lhs"} and points["profile_point"].nunique() == 1 + 3 + 2
+    base = points[(points["variant"] == "baseline") & (points["policy"] == "greedy")]
+    base = base.set_index("profile_point")["p99_us"]
     for r in table[table["rank"].notna()].itertuples():
-        mine = points[(points["variant"] == r.variant) & (points["policy"] == r.policy)].set_index("point")
+        mine = points[(points["variant"] == r.variant) & (points["policy"] == r.policy)].set_index("profile_point")
         gains = base.loc[mine.index] - mine["p99_us"]
         assert gains.min() == pytest.approx(r.gain_p99_min_us) and gains.max() == pytest.approx(r.gain_p99_max_us)
         assert gains.loc[0] == pytest.approx(r.gain_p99_us)  # point 0 is the nominal profile
@@ -155,15 +156,21 @@ def test_a_fixed_batch_is_one_batch():
 
 def test_a_sweep_point_can_be_an_advise(tmp_path):
     (tmp_path / "tiny.toml").write_text(TINY, encoding="utf-8")
-    (tmp_path / "s.toml").write_text('name = "s"\nbase = "tiny.toml"\nkind = "advise"\n[advise]\n'
-                                     'variants = ["state_db"]\npolicies = ["greedy"]\nbatches = 10\nsamples = 0\n'
-                                     'fields = ["flag_cycles"]\n', encoding="utf-8")
+    (tmp_path / "s.toml").write_text('name = "s"\nbase = "tiny.toml"\nkind = "advise"\nframes = ["points"]\n'
+                                     '[advise]\nvariants = ["state_db"]\npolicies = ["greedy"]\nbatches = 10\n'
+                                     'samples = 0\nfields = ["flag_cycles"]\n', encoding="utf-8")
     res = CliRunner().invoke(main, ["sweep", str(tmp_path / "s.toml"), "--workers", "0", "--out",
                                     str(tmp_path / "o")])
     assert res.exit_code == 0, res.output
     summary = pd.read_parquet(tmp_path / "o" / "summary.parquet")
     assert sorted(zip(summary["variant"], summary["policy"], strict=True)) == [("baseline", "greedy"),
                                                                                ("state_db", "greedy")]
+    # the stored frames read as one dataset: the sweep's partition key `point` apart from the frame's own
+    # profile points (the nominal one and flag_cycles' ends), each with both variants
+    points = pd.read_parquet(tmp_path / "o" / "frames" / "points")
+    profile_points = sorted(set(points["profile_point"]))
+    assert set(points["point"].astype(int)) == {0} and len(profile_points) >= 2
+    assert profile_points == list(range(len(profile_points))) and len(points) == 2 * len(profile_points)
 
 
 @pytest.mark.parametrize(("args", "prefix"), [

@@ -343,14 +343,14 @@ def _with_study(ran, df: pd.DataFrame) -> pd.DataFrame:
 def _point_pct(ran) -> pd.DataFrame:
     """Per (study, variant, policy): the least and largest p99 gain over the profile points as a percent of
     the source kernel's p99 with greedy *at the same point* (a slower point has a larger p99, so the
-    nominal p99 is not the right denominator), from each sweep point's stored ``points`` frame. Read
-    file by file: that frame's own ``point`` column (the profile point) is also the sweep's partition key."""
+    nominal p99 is not the right denominator), from each sweep point's stored ``points`` frame (its
+    ``profile_point`` column; ``point=<id>`` in the path is the sweep point)."""
     parts = []
     for path in sorted((ran.store.root / "frames" / "points").glob("point=*/part-0.parquet")):
         f = pd.read_parquet(path)
         f = f[(f["error"].fillna("") == "") & f["gain_p99_us"].notna()]
-        base = f[(f["variant"] == "baseline") & (f["policy"] == "greedy")].set_index("point")["p99_us"]
-        f = f.assign(pct=100.0 * f["gain_p99_us"] / f["point"].map(base))
+        base = f[(f["variant"] == "baseline") & (f["policy"] == "greedy")].set_index("profile_point")["p99_us"]
+        f = f.assign(pct=100.0 * f["gain_p99_us"] / f["profile_point"].map(base))
         g = f.groupby(["variant", "policy"])["pct"].agg(gain_p99_min_pct="min", gain_p99_max_pct="max").reset_index()
         parts.append(g.assign(point=int(path.parent.name.partition("=")[2])))
     if not parts:

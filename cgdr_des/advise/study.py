@@ -208,15 +208,15 @@ def _intervals(sc, req: Request, ran, costs, lengths, pols, progress):
                     p50, p99 = (np.nan, np.nan) if isinstance(got, str) else got[p]
                     if not isinstance(got, str):
                         per_point.setdefault((s.name, p), []).append((i, p50, p99))
-                    rows.append({"point": i, "kind": kind, "param": name, "end": end,
+                    rows.append({"profile_point": i, "kind": kind, "param": name, "end": end,
                                  "values": json.dumps(pt, sort_keys=True, default=str), "variant": s.name,
                                  "policy": p, "p50_us": p50, "p99_us": p99,
                                  "error": got if isinstance(got, str) else ""})
                 stage.advance()
     points = pd.DataFrame(rows)
-    base = points[(points["variant"] == BASELINE) & (points["policy"] == REFERENCE_POLICY)].set_index("point")
+    base = points[(points["variant"] == BASELINE) & (points["policy"] == REFERENCE_POLICY)].set_index("profile_point")
     for q in ("p50", "p99"):
-        points[f"gain_{q}_us"] = points["point"].map(base[f"{q}_us"]) - points[f"{q}_us"]
+        points[f"gain_{q}_us"] = points["profile_point"].map(base[f"{q}_us"]) - points[f"{q}_us"]
     return points, per_point
 
 
@@ -249,7 +249,7 @@ def _at_point(costs, base_probe, sc, prof, ub: int, lengths, pols, *, nominal: b
 def variant_rows(settings: list[Setting], costs: dict, points: pd.DataFrame) -> pd.DataFrame:
     """One row per variant: status, changed fields, the two numbers beside the baseline's, tiling, UB,
     and the profile points where its probe raised a kernel diagnostic (``points_failed``, the first)."""
-    bad_rows = points[points["error"] != ""].drop_duplicates(["variant", "point"])
+    bad_rows = points[points["error"] != ""].drop_duplicates(["variant", "profile_point"])
     failed = {v: list(g["error"]) for v, g in bad_rows.groupby("variant", sort=False)}
     base = item.two_numbers(costs[BASELINE]) if BASELINE in costs else {}
     base_t = next((s.tiling for s in settings if s.name == BASELINE and s.runs), None)
