@@ -223,3 +223,24 @@ def test_the_probe_shift_is_close_to_a_recalibration_at_a_profile_end():
     rows = shift_errors(sc, ["scalar_alu_cycles"])
     assert len(rows) == 2 and all(r["moved"] > 0.05 for r in rows)  # the ends move item costs by 7-15 %
     assert all(r["error"] < 0.005 for r in rows), rows  # the shift follows them within 0.5 %
+
+
+def test_tied_policies_are_one_bar_and_different_ones_stay_apart(tmp_path):
+    """advice_gain.png folds the policies of one variant that tie on every figure it draws (as
+    round_robin, longest_first and cost_lpt do when Nv is a multiple of the core count), keeps rank
+    order, and keeps a policy apart that differs in any one figure (here only its interval)."""
+    from cgdr_des.results.advise_plots import bars, plot_gains
+
+    def row(variant, policy, p99, lo=None):
+        return {"variant": variant, "policy": policy, "gain_p99_us": p99, "gain_p50_us": p99 / 2,
+                "gain_p99_min_us": p99 - 5 if lo is None else lo, "gain_p99_max_us": p99 + 5, "status": "ran"}
+
+    table = pd.DataFrame([row("code_all", "round_robin", 100.0), row("code_all", "longest_first", 100.0),
+                          row("code_all", "cost_lpt", 100.0), row("sub", "round_robin", 100.0),
+                          row("code_all", "greedy", 60.0), row("code_all", "minmax_contiguous", 60.0, lo=50.0)])
+    got = bars(table)
+    assert list(got["policy"]) == ["round_robin = longest_first = cost_lpt", "round_robin", "greedy",
+                                   "minmax_contiguous"]
+    assert list(got["variant"]) == ["code_all", "sub", "code_all", "code_all"]
+    assert list(got["first_policy"]) == ["round_robin", "round_robin", "greedy", "minmax_contiguous"]
+    assert plot_gains(table, tmp_path / "g.png", {}).is_file()

@@ -4,6 +4,11 @@
 its length the p99 gain over the source kernel with greedy (µs), a whisker from the least to the
 largest gain over the profile points (the interval), coloured by dispatch policy; a p50 gain marker
 beside it. Variants that do not fit UB are named under the axis with their shortfall.
+
+Policies that tie on a variant (the same p50 and p99 gains and the same interval: with Nv a multiple of
+the core count, round_robin, longest_first and cost_lpt deal the same schedules) are drawn as one bar
+named ``variant · round_robin = longest_first = cost_lpt``, coloured by the first of them, as the tail
+study's CCDF draws coinciding policies once.
 """
 
 from __future__ import annotations
@@ -25,16 +30,30 @@ FILE = "advice_gain.png"
 MAX_BARS = 40
 
 
+#: the figures two policies must share, to the µs's millionth, to be one bar
+TIE_COLUMNS = ("gain_p99_us", "gain_p50_us", "gain_p99_min_us", "gain_p99_max_us")
+
+
+def bars(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows that ran, in rank order, tied policies of one variant folded into the first one's row
+    (its ``policy`` column then reads ``a = b = c``; ``first_policy`` keeps the colour's policy)."""
+    ran = table[table["gain_p99_us"].notna()]
+    key = [ran["variant"]] + [ran[c].round(6) for c in TIE_COLUMNS]
+    label = ran.groupby(key, sort=False, dropna=False)["policy"].transform(lambda p: " = ".join(p))
+    out = ran.assign(first_policy=ran["policy"], policy=label)
+    return out[~pd.concat(key, axis=1).duplicated()]
+
+
 def plot_gains(table: pd.DataFrame, path: str | Path, meta: dict) -> Path:
     """Bars of the p99 gain per (variant, policy) with their interval whiskers (module docstring)."""
-    ran = table[table["gain_p99_us"].notna()].head(MAX_BARS)
+    ran = bars(table).head(MAX_BARS)
     fig = Figure(figsize=(10, 1.6 + 0.28 * max(len(ran), 1)), layout="constrained")
     ax = fig.add_subplot()
     y = np.arange(len(ran))[::-1]
     gain = ran["gain_p99_us"].to_numpy(np.float64)
     lo = ran["gain_p99_min_us"].to_numpy(np.float64)
     hi = ran["gain_p99_max_us"].to_numpy(np.float64)
-    ax.barh(y, gain, color=[policy_colour(p) for p in ran["policy"]], alpha=0.85)
+    ax.barh(y, gain, color=[policy_colour(p) for p in ran["first_policy"]], alpha=0.85)
     ax.errorbar(gain, y, xerr=[np.maximum(gain - lo, 0), np.maximum(hi - gain, 0)], fmt="none", ecolor="black",
                 elinewidth=1, capsize=3)
     ax.plot(ran["gain_p50_us"].to_numpy(np.float64), y, "d", color=NEUTRAL, ms=5)
@@ -42,7 +61,7 @@ def plot_gains(table: pd.DataFrame, path: str | Path, meta: dict) -> Path:
     ax.set_yticks(y, [f"{v} · {p}" for v, p in zip(ran["variant"], ran["policy"], strict=True)], fontsize=8)
     ax.set_xlabel("gain over the source kernel with greedy, µs (bar: p99, ◆: p50; whisker: p99 over the profile "
                   "ranges)")
-    policies = list(dict.fromkeys(ran["policy"]))
+    policies = list(dict.fromkeys(ran["first_policy"]))
     handles = [Patch(color=policy_colour(p), label=p) for p in policies]
     handles.append(Line2D([], [], marker="d", ls="none", color=NEUTRAL, label="p50 gain"))
     ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
@@ -51,8 +70,8 @@ def plot_gains(table: pd.DataFrame, path: str | Path, meta: dict) -> Path:
     if len(skipped):
         note = "; ".join(f"{r.variant}: {r.status}" for r in skipped.itertuples())
         fig.text(0.01, 0.005, f"not run: {note}", fontsize=7, color=NEUTRAL, wrap=True)
-    shown = f" (best {MAX_BARS} of {int(table['gain_p99_us'].notna().sum())})" if len(ran) < table[
-        "gain_p99_us"].notna().sum() else ""
+    n_bars = len(bars(table))
+    shown = f" (best {MAX_BARS} of {n_bars})" if len(ran) < n_bars else ""
     ax.set_title(f"{meta.get('scenario_name', '')} on {meta.get('hardware', '')}: p99 gain per kernel variant × "
                  f"policy{shown}, {meta.get('batches', 0):,} batches, {meta.get('points', 0)} profile points",
                  fontsize=10)
