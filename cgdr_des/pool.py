@@ -54,6 +54,17 @@ def usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
+def idle_cpus() -> int:
+    """The usable CPUs other work leaves idle now, at least 1: :func:`usable_cpus` minus the 1-minute
+    load average, this process aside (it counts itself there). A pool larger than this only shares the
+    same cores and pays its workers' start-up (analysis/benchmarks/bench_tail_checks.py)."""
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # no load average here: every usable CPU
+        return usable_cpus()
+    return max(1, min(usable_cpus(), int(usable_cpus() - load + 1)))
+
+
 class WorkerPool:
     """A pool of ``workers`` fresh processes with single-threaded BLAS (see the module docstring)."""
 

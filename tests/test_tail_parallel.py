@@ -19,6 +19,7 @@ from conftest import REPO, SCENARIOS
 from test_tail import scenario
 
 import cgdr_des.cli.common as common
+from cgdr_des import pool
 from cgdr_des.cli import main
 from cgdr_des.errors import InputError
 from cgdr_des.estimate import (
@@ -141,19 +142,28 @@ def test_more_workers_than_max_memory_allows_are_refused_naming_the_field(tmp_pa
 
 @pytest.mark.parametrize(("max_memory", "cpus", "workers"), [
     ("none", 8, 3), ("none", 2, 2), ("none", 1, 1), ("7G", 8, 2), ("2G", 8, 1), ("1M", 8, 1)])
-def test_the_default_workers_are_one_per_check_up_to_the_cpus_and_the_memory(monkeypatch, max_memory, cpus, workers):
+def test_the_default_workers_are_one_per_check_up_to_the_idle_cpus_and_the_memory(monkeypatch, max_memory, cpus,
+                                                                                 workers):
     """``tail_lognormal_12h``: ~0.5 GiB alone, ~5.9 GiB with 2 checks at once, ~8.6 GiB with 3."""
-    monkeypatch.setattr("cgdr_des.pool.usable_cpus", lambda: cpus)
+    monkeypatch.setattr("cgdr_des.pool.idle_cpus", lambda: cpus)
     sc = load_scenario(SCENARIOS / "tail_lognormal_12h.toml")
     assert common.study_workers(sc, None, None, max_memory) == workers
 
 
 def test_checks_too_short_to_repay_a_pool_stay_in_this_process_by_default(monkeypatch):
-    monkeypatch.setattr("cgdr_des.pool.usable_cpus", lambda: 8)
+    monkeypatch.setattr("cgdr_des.pool.idle_cpus", lambda: 8)
     sc = scenario(study=THREE)  # 3 checks of at most 3 x 300 tokens, 2 heads: 30 chunk items each
     seconds = check_estimate(sc, validate_tiling(sc), 50).seconds
     assert seconds == 30 * PHASE_SECONDS_PER_ITEM and 3 * seconds < common.POOL_WORTH_SECONDS
     assert common.study_workers(sc, None, None, "none") == 1
+
+
+@pytest.mark.parametrize(("load", "cpus", "idle"), [(0.2, 8, 8), (1.0, 8, 8), (3.6, 8, 5), (4.6, 2, 1), (30.0, 4, 1)])
+def test_idle_cpus_are_the_usable_ones_the_load_leaves(monkeypatch, load, cpus, idle):
+    """The load average counts this process too (it runs): one unit of load is its own."""
+    monkeypatch.setattr("os.getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr("cgdr_des.pool.usable_cpus", lambda: cpus)
+    assert pool.idle_cpus() == idle
 
 
 @pytest.mark.parametrize("value", [0, -1, 1025])

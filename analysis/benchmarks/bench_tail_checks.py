@@ -14,13 +14,14 @@ Usage: python analysis/benchmarks/bench_tail_checks.py [ROUNDS [tiny|12h|all]]  
 from __future__ import annotations
 
 import resource
+import subprocess
 import sys
 import time
 
 import pandas as pd
 from common import scenario, shipped
 
-from cgdr_des.estimate import check_memory_bytes, cpu_share, format_bytes
+from cgdr_des.estimate import check_memory_bytes, format_bytes
 from cgdr_des.scenario import validate_tiling
 from cgdr_des.tail import estimate, run_study, sample_batches
 from cgdr_des.tail.calibration import calibrate
@@ -44,6 +45,7 @@ def inputs(sc):
 
 def compare(label: str, sc, rounds: int) -> None:
     costs, lengths, estimates = inputs(sc)
+    free = cores_free()
     k, seed = sc.study.check_batches, sc.workload.seed
     walls: dict[int, list[float]] = {1: [], 2: []}
     cpus: dict[int, list[float]] = {1: [], 2: []}
@@ -67,7 +69,8 @@ def compare(label: str, sc, rounds: int) -> None:
     print(f"{label}: {k} checks ({phase_s} cycles)")
     print(f"  check_rows wall, best of {rounds}: workers=1 {serial:6.2f} s | workers=2 {pool:6.2f} s "
           f"-> speed-up {serial / pool:4.2f}x (rows identical: {same}); CPU s (this process and its "
-          f"workers) {min(cpus[1]):6.2f} | {min(cpus[2]):6.2f}; share of a core free now {cpu_share(0.5):.0%}")
+          f"workers) {min(cpus[1]):6.2f} | {min(cpus[2]):6.2f}; cores two busy processes got, before | after: "
+          f"{free:.2f} | {cores_free():.2f}")
     print(f"  CPU s of each check in this process: {', '.join(f'{c:.2f}' for c in each)}; on 2 free cores the "
           f"pool's checks would end after the longest worker's share: max({each[0]:.2f}, "
           f"{' + '.join(f'{c:.2f}' for c in each[1:])}) plus its start-up")
@@ -76,6 +79,15 @@ def compare(label: str, sc, rounds: int) -> None:
             f"{a:.2f} | {b:.2f}" for a, b in zip(walls[1], walls[2], strict=True)))
     print(f"  largest worker resident set so far {format_bytes(worker_peak)}; estimate's bound per check "
           f"{format_bytes(bound)}")
+
+
+def cores_free(seconds: float = 2.0) -> float:
+    """The cores two busy processes get now: their CPU seconds over ``seconds`` of wall, summed (2.0 on
+    an idle 2-core machine; what a 2-worker pool can get at most)."""
+    loop = ("import time\nw, c = time.perf_counter(), time.process_time()\n"
+            f"while time.perf_counter() - w < {seconds}:\n    pass\nprint(time.process_time() - c)")
+    procs = [subprocess.Popen([sys.executable, "-c", loop], stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    return sum(float(p.communicate()[0]) for p in procs) / seconds
 
 
 def _children_cpu() -> float:

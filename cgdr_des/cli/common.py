@@ -84,18 +84,19 @@ POOL_WORTH_SECONDS = 10.0
 
 
 def study_workers(sc: Scenario, batches: int | None, policies: int | None, max_memory: str | None) -> int:
-    """``tail``'s default ``--workers``: one per check up to the usable CPUs, fewer while the study
-    with that many checks at once is estimated above ``--max-memory`` (at least 1: then the study
-    alone is held to it); 1 when the checks are too short to repay a pool (:data:`POOL_WORTH_SECONDS`)."""
+    """``tail``'s default ``--workers``: one per check up to the CPUs other work leaves idle
+    (``pool.idle_cpus``), fewer while the study with that many checks at once is estimated above
+    ``--max-memory`` (at least 1: then the study alone is held to it); 1 when the checks are too
+    short to repay a pool (:data:`POOL_WORTH_SECONDS`)."""
     from cgdr_des.estimate import check_estimate, parse_size, study_estimate
-    from cgdr_des.pool import usable_cpus
+    from cgdr_des.pool import idle_cpus
     from cgdr_des.scenario import validate_tiling
 
     cap, tiling = parse_size(max_memory), validate_tiling(sc)
     k = sc.study.check_batches
     if k * check_estimate(sc, tiling, sc.study.batches if batches is None else batches).seconds < POOL_WORTH_SECONDS:
         return 1
-    workers = max(1, min(k, usable_cpus()))
+    workers = max(1, min(k, idle_cpus()))
     while workers > 1 and cap is not None and study_estimate(sc, tiling, batches, policies, workers).memory_bytes > cap:
         workers -= 1
     return workers
