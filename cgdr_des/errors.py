@@ -30,6 +30,11 @@ class InputError(CgdrError, ValueError):
         self.field, self.value, self.allowed = field, value, allowed
         super().__init__(f"{field}: got {one_line(repr(value))}; {allowed}")
 
+    def __reduce__(self):
+        # rebuilt from its three parts (Exception's default passes the message alone): a pool
+        # worker's InputError reaches the parent as the same error
+        return type(self), (self.field, self.value, self.allowed)
+
 
 class KernelDiagnostic(CgdrError, RuntimeError):
     """A configuration the real kernel (or machine) would mishandle; message says what and where."""

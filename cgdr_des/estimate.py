@@ -254,9 +254,11 @@ def study_memory_bytes(batches: int, policies: int, items_per_batch: int, cores:
     return STUDY_BASE_BYTES + batches * policies * per
 
 
-def study_estimate(sc, tiling, batches: int | None = None, policies: int | None = None) -> Estimate:
+def study_estimate(sc, tiling, batches: int | None = None, policies: int | None = None,
+                   workers: int = 1) -> Estimate:
     """:class:`Estimate` of ``cgdr-des tail`` on ``sc`` (memory only: the time depends on the calibration
-    cache and the checks; ``seconds`` is 0 and the note says so)."""
+    cache and the checks; ``seconds`` is 0 and the note says so). ``workers``: processes the checks
+    run on; when more than one check runs at once, each is counted (:func:`check_memory_bytes`)."""
     from cgdr_des.kernel.dispatch import should_split_v_tiles
     from cgdr_des.kernel.policies import OPTIMAL_MAX_ITEMS, POLICIES
 
@@ -266,5 +268,48 @@ def study_estimate(sc, tiling, batches: int | None = None, policies: int | None 
     n = sc.study.batches if batches is None else batches
     # every policy that applies, as run_study picks them: optimal only for batches of few items
     p = policies or len(sc.study.policies or [q for q in POLICIES if q != "optimal" or items <= OPTIMAL_MAX_ITEMS])
-    return Estimate(memory_bytes=study_memory_bytes(n, p, items, tiling.block_dim), seconds=0.0, items=n * items,
-                    note=f"a tail study of {n:,} batches x {p} policies")
+    parallel = min(workers, sc.study.check_batches)
+    checks = parallel * check_estimate(sc, tiling, n).memory_bytes if parallel > 1 else 0
+    on = f", {parallel} checks at once" if parallel > 1 else ""
+    return Estimate(memory_bytes=study_memory_bytes(n, p, items, tiling.block_dim) + checks, seconds=0.0,
+                    items=n * items, note=f"a tail study of {n:,} batches x {p} policies{on}")
+
+
+def check_estimate(sc, tiling, batches: int) -> Estimate:
+    """One of a study's checks on a pool worker: a fresh process (``BASE_BYTES``) simulating a batch at
+    ``phase`` fidelity without numbers, trace or plots, the batch taken as ``batch`` sequences of the
+    longest length the distribution draws (:func:`longest_draw`), an upper bound of any checked batch
+    (the worst one included). ``memory_bytes``: the worker's peak; ``seconds``: the simulation's CPU
+    seconds alone. A check in the study's own process is within :data:`STUDY_BASE_BYTES`."""
+    from cgdr_des.kernel.dispatch import should_split_v_tiles
+
+    s = sc.shape
+    batch = sc.workload.batch or len(sc.lengths())
+    lengths = np.full(batch, longest_draw(sc.workload.distribution, batches, batch), np.int64)
+    split = should_split_v_tiles(s.dv, tiling.v_step, tiling.block_dim, s.nv)
+    est = estimate(lengths, nk=s.nk, nv=s.nv, dk=s.dk, dv=s.dv, v_step=tiling.v_step,
+                   ub_rest_bytes=tiling.ub_rest_bytes, numerics="off", fidelity="phase", split=split,
+                   trace=False, plots=False)
+    return replace(est, seconds=est.items * (SPLIT_SECONDS_PER_ITEM if split else PHASE_SECONDS_PER_ITEM))
+
+
+def check_memory_bytes(sc, tiling, batches: int) -> int:
+    """Peak memory of one pool worker running one of a study's checks (:func:`check_estimate`)."""
+    return check_estimate(sc, tiling, batches).memory_bytes
+
+
+def longest_draw(dist, batches: int, batch: int) -> int:
+    """The longest sequence a study's ``batches x batch`` draws of ``dist`` can hold: the distribution's
+    cap (``max``, ``length``, ``long``), or for a lognormal without ``max`` its ``1 - 1/draws`` quantile
+    (the longest draw expected among them)."""
+    from statistics import NormalDist
+
+    if dist is None:  # not a study (run_study refuses it)
+        return 0
+    if dist.kind == "bimodal":
+        return max(dist.long, dist.short)
+    cap = dist.length if dist.kind == "fixed" else dist.max
+    if cap is not None:
+        return int(cap)
+    z = NormalDist().inv_cdf(1.0 - 1.0 / max(2, batches * batch))  # lognormal, no max
+    return int(min(2**31 - 1, max(dist.min, round(dist.median * float(np.exp(dist.sigma * z))))))

@@ -1,5 +1,6 @@
 """Interrupts on real processes: Ctrl-C and SIGTERM end a command with one line and 128 + signal,
-nothing half-written; a killed sweep (SIGKILL, SIGINT, SIGTERM) leaves no process of its session.
+nothing half-written; a killed sweep (SIGKILL, SIGINT, SIGTERM) or tail study whose checks run on
+workers leaves no process of its session.
 
 Each test starts ``python -m cgdr_des`` in a new session (as a shell starts a job in its own process
 group), waits until the command is at work (its first progress line, and for a sweep its pool
@@ -45,6 +46,9 @@ SLOW_RUN = TINY.replace("lengths = [8, 3]", "lengths = [640, 512]").replace(
 SLOW_TAIL = ('name = "slow_tail"\n[shape]\nnk = 1\nnv = 2\ndk = 32\ndv = 32\n[workload]\nbatch = 3\n'
              '[workload.distribution]\nkind = "uniform"\nmin = 100\nmax = 600\n'
              '[study]\nbatches = 40\ncheck_batches = 8\nbootstrap = 20\n')
+#: a tail study whose checks take tens of seconds each (8 sequences of 20-30 k tokens: ~6 000 chunk items)
+SLOW_CHECKS = SLOW_TAIL.replace("batch = 3", "batch = 8").replace("min = 100\nmax = 600", "min = 20000\nmax = 30000") \
+    .replace("check_batches = 8", "check_batches = 4")
 WAIT = 60.0
 
 
@@ -173,6 +177,28 @@ def test_an_interrupted_sweep_says_one_line_and_ends_its_workers(tmp_path, send,
     assert status.exit_code == 0 and "failed 0" in status.stdout, status.output
 
 
+@pytest.mark.parametrize("how", ["SIGKILL", "Ctrl-C"])
+def test_a_tail_study_stopped_while_its_checks_run_on_workers_leaves_no_process(tmp_path, how):
+    """The checks' pool is the sweep's (cgdr_des/pool.py): the same guarantee, seen from ``tail --workers``."""
+    (tmp_path / "s.toml").write_text(SLOW_CHECKS, encoding="utf-8")
+    cmd = Command("tail", "s.toml", "--out", "o", "--workers", "2", cwd=tmp_path)
+    cmd.wait_for(lambda: len(workers_of(cmd)) == 2, "two check workers")
+    time.sleep(1.5)  # into their first checks: busy, not waiting on the parent's pipe
+    assert any("checking 4 batches at phase fidelity on 2 workers: started" in line for line in cmd.lines)
+    if how == "SIGKILL":
+        cmd.proc.kill()
+        cmd.proc.wait()
+        assert_session_ends(cmd.sid)
+        cmd._reader.join(timeout=5)
+        assert all(line.startswith("progress") for line in cmd.lines), "\n".join(cmd.lines)
+    else:
+        os.killpg(cmd.sid, signal.SIGINT)  # the terminal's Ctrl-C reaches the workers too: they ignore it
+        rc, lines = cmd.finish()
+        assert (rc, lines) == (130, ["interrupted: tail stopped; --out is as it was before"])
+        assert_session_ends(cmd.sid)
+    assert not (tmp_path / "o").exists()
+
+
 @pytest.mark.parametrize(("command", "sig", "previous"), [
     ("run", signal.SIGINT, False), ("run", signal.SIGINT, True), ("tail", signal.SIGINT, False),
     ("run", signal.SIGTERM, False), ("run", signal.SIGTERM, True)])
@@ -255,11 +281,11 @@ def test_a_signal_during_a_command_raises_interrupted_and_a_second_one_is_ignore
 
 
 def test_a_signal_while_workers_start_waits_until_they_have():
-    from cgdr_des.sweep.executors import _starting_workers
+    from cgdr_des.pool import starting_workers
 
     reached_end = False
     with pytest.raises(KeyboardInterrupt):
-        with _starting_workers():
+        with starting_workers():
             os.kill(os.getpid(), signal.SIGINT)
             time.sleep(0.2)  # a handler that ran now would raise here
             reached_end = True

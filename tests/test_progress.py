@@ -208,10 +208,10 @@ def test_tail_shows_its_stages(lines, tmp_path):
     (tmp_path / "s.toml").write_text('name = "t"\n[shape]\nnk = 1\nnv = 2\ndk = 32\ndv = 32\n[workload]\nbatch = 2\n'
                                      '[workload.distribution]\nkind = "uniform"\nmin = 1\nmax = 90\n'
                                      '[study]\nbatches = 10\ncheck_batches = 2\nbootstrap = 10\n', encoding="utf-8")
-    err = invoke("tail", tmp_path / "s.toml", "--out", tmp_path / "o", "--policy", "greedy,cost_lpt")
+    err = invoke("tail", tmp_path / "s.toml", "--out", tmp_path / "o", "--policy", "greedy,cost_lpt", "--workers", 2)
     assert_stages(err, "calibrating item costs (phase-fidelity launches, or the calibration cache)",
-                  "sampling 10 batches", "timing 10 batches x 2 policies", "checking 2 batches at phase fidelity",
-                  "summarising (10 bootstrap resamples)")
+                  "sampling 10 batches", "timing 10 batches x 2 policies",
+                  "checking 2 batches at phase fidelity on 2 workers", "summarising (10 bootstrap resamples)")
     assert "0/2 policies" in err and "0/2 batches" in err
 
 

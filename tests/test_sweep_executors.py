@@ -11,8 +11,9 @@ from click.testing import CliRunner
 from sweep_cases import GRID, report_blas_env, write_sweep
 
 from cgdr_des.cli import main
+from cgdr_des.pool import BLAS_ENV
 from cgdr_des.sweep import expand, load_sweep
-from cgdr_des.sweep.executors import BLAS_ENV, LocalPool
+from cgdr_des.sweep.executors import LocalPool
 from cgdr_des.sweep.runner import tasks_for
 
 SWEEP = GRID.replace('"shape.dv" = [16, 24, 32]', '"shape.dv" = [16, 24]')  # 16 points, failures included

@@ -66,14 +66,40 @@ def check_estimate(sc: Scenario, max_memory: str | None, *, parallel: int = 1, q
 
 
 def check_study_memory(sc: Scenario, batches: int | None, policies: int | None, max_memory: str | None,
-                       parallel: int = 1) -> None:
-    """Refuse a tail study (``parallel`` of them at once: a sweep's workers) whose estimated peak memory
-    is above ``--max-memory`` (estimate.py ``study_estimate``), before any calibration."""
+                       parallel: int = 1, workers: int = 1) -> None:
+    """Refuse a tail study (``parallel`` of them at once: a sweep's workers; its checks on ``workers``
+    processes) whose estimated peak memory is above ``--max-memory`` (estimate.py ``study_estimate``),
+    before any calibration."""
     from cgdr_des.estimate import check_memory, parse_size, study_estimate
     from cgdr_des.scenario import validate_tiling
 
-    est = study_estimate(sc, validate_tiling(sc), batches, policies)
+    est = study_estimate(sc, validate_tiling(sc), batches, policies, workers)
     check_memory(replace(est, memory_bytes=est.memory_bytes * parallel), parse_size(max_memory))
+
+
+#: ``tail``'s checks go to a pool by default only when, one after another, they could take this many
+#: CPU seconds (estimate.py ``check_estimate``, an upper bound): a pool worker's start-up, a fresh
+#: interpreter importing the simulator, is ~2 s (analysis/benchmarks/bench_tail_checks.py)
+POOL_WORTH_SECONDS = 10.0
+
+
+def study_workers(sc: Scenario, batches: int | None, policies: int | None, max_memory: str | None) -> int:
+    """``tail``'s default ``--workers``: one per check up to the CPUs other work leaves idle
+    (``pool.idle_cpus``), fewer while the study with that many checks at once is estimated above
+    ``--max-memory`` (at least 1: then the study alone is held to it); 1 when the checks are too
+    short to repay a pool (:data:`POOL_WORTH_SECONDS`)."""
+    from cgdr_des.estimate import check_estimate, parse_size, study_estimate
+    from cgdr_des.pool import idle_cpus
+    from cgdr_des.scenario import validate_tiling
+
+    cap, tiling = parse_size(max_memory), validate_tiling(sc)
+    k = sc.study.check_batches
+    if k * check_estimate(sc, tiling, sc.study.batches if batches is None else batches).seconds < POOL_WORTH_SECONDS:
+        return 1
+    workers = max(1, min(k, idle_cpus()))
+    while workers > 1 and cap is not None and study_estimate(sc, tiling, batches, policies, workers).memory_bytes > cap:
+        workers -= 1
+    return workers
 
 
 def run_one(sc: Scenario, out: Path, csv: bool, target: OutputDir,

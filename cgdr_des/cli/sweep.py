@@ -6,7 +6,6 @@ stored), 2 for bad input (the CLI's error contract).
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -164,10 +163,9 @@ def _total(status) -> int:
 
 
 def _default_workers() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
+    from cgdr_des.pool import usable_cpus
+
+    return usable_cpus()
 
 
 class SweepProgress:

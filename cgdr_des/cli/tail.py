@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from cgdr_des.bounds import MAX_STUDY_BATCHES, check_count
+from cgdr_des.bounds import MAX_STUDY_BATCHES, MAX_WORKERS, check_count
 from cgdr_des.cli import common
 from cgdr_des.cli.app import main
 from cgdr_des.cli.options import cache_options, calibration_cache, load_with_overrides, override_options
@@ -26,12 +26,17 @@ TABLE = {"policy": "policy", "p50_us": "p50 {us}", "p99_us": "p99 {us}", "p99_in
               help=f"Batches to sample, 1 .. {MAX_STUDY_BATCHES:,} (default: [study] batches).")
 @click.option("--policy", "policies", multiple=True,
               help="A policy to time; repeat for several (default: [study] policies, else all).")
+@click.option("--workers", type=int, default=None,
+              help=f"Processes the phase-fidelity checks run on at once, 1 .. {MAX_WORKERS} (1: one after another "
+                   "in this process; default: one per check up to the CPUs, fewer if --max-memory needs it, 1 "
+                   "when the checks are too short to repay starting processes).")
 @common.force_option
 @common.max_memory_option
 @override_options
 @cache_options
-def tail(scenario: str, out: Path, batches: int | None, policies: tuple[str, ...], force: bool, max_memory: str | None,
-         sets: tuple[str, ...], seed: int | None, cache_dir: Path | None, no_cache: bool) -> None:
+def tail(scenario: str, out: Path, batches: int | None, policies: tuple[str, ...], workers: int | None, force: bool,
+         max_memory: str | None, sets: tuple[str, ...], seed: int | None, cache_dir: Path | None,
+         no_cache: bool) -> None:
     """Sample SCENARIO's workload distribution and time every batch under every dispatch policy.
 
     ``--seed`` sets ``workload.seed``, which seeds the sampled batches.
@@ -41,14 +46,19 @@ def tail(scenario: str, out: Path, batches: int | None, policies: tuple[str, ...
 
     if batches is not None:  # bounded like [study] batches, before the scenario is even read
         check_count("--batches", batches, 1, MAX_STUDY_BATCHES, "as [study] batches")
+    if workers is not None:
+        check_count("--workers", workers, 1, MAX_WORKERS, "1 runs the checks in this process")
     sc = load_with_overrides(scenario, sets, seed)
     names = [p.strip() for arg in policies for p in arg.split(",") if p.strip()] or None
-    common.check_study_memory(sc, batches, len(names) if names else None, max_memory)
+    n_policies = len(names) if names else None
+    if workers is None:
+        workers = common.study_workers(sc, batches, n_policies, max_memory)
+    common.check_study_memory(sc, batches, n_policies, max_memory, workers=workers)
     target = common.output_dir(out, force, "tail")
     with target as staging:  # checked and locked before the study starts; files appear whole or not at all
         with warnings.catch_warnings(record=True) as caught, calibration_cache(cache_dir, no_cache):
             warnings.simplefilter("always")
-            result = run_study(sc, batches=batches, policies=names, progress=Progress())
+            result = run_study(sc, batches=batches, policies=names, progress=Progress(), workers=workers)
         with target.writing():
             written = write_study(result, staging)
         common.write_page(target, staging, "tail")

@@ -1,14 +1,9 @@
 """Where the points run, behind one interface: ``executor.run(tasks)`` yields outcomes as they finish.
 
 - ``InProcess``: a plain loop in the calling process (``--workers 0``; the benchmarks' bare loop).
-- ``LocalPool`` (default): a process pool on this machine, ``--workers`` processes started fresh
-  (``spawn``) with OMP/OpenBLAS/MKL limited to one thread, so N workers use N cores and do not
-  oversubscribe them with BLAS threads. Its workers never outlive the sweep: they ignore Ctrl-C
-  (the terminal sends it to the whole process group; the parent ends them instead, without a
-  traceback), the parent terminates them when it is interrupted or stopped, and each worker ends
-  itself when its parent is gone (SIGKILL), by ``PR_SET_PDEATHSIG`` on Linux and a watchdog thread
-  that polls ``os.getppid()`` everywhere. The multiprocessing resource tracker exits when the last
-  of them has.
+- ``LocalPool`` (default): ``--workers`` fresh processes on this machine, the shared
+  :class:`cgdr_des.pool.WorkerPool` (single-threaded BLAS; workers that ignore Ctrl-C, are ended by
+  the parent when it stops, and end themselves when it is gone: no orphan, see ``cgdr_des/pool.py``).
 - ``DaskExecutor``: ``--scheduler tcp://HOST:PORT`` submits to a Dask distributed cluster the user
   already runs (its workers need the same cgdr-des version installed: a worker with another version
   fails its points); ``--scheduler local-dask`` starts a ``LocalCluster`` of ``--workers``
@@ -20,31 +15,14 @@ caller, which writes them, so what is stored does not depend on the executor.
 
 from __future__ import annotations
 
-import ctypes
 import logging
-import multiprocessing
-import os
-import signal
-import sys
-import threading
-import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from contextlib import contextmanager
-from multiprocessing import resource_tracker
+from contextlib import closing
 
 from cgdr_des.errors import InputError
-from cgdr_des.interrupts import deferred
-from cgdr_des.runtime import scoped_environ
+from cgdr_des.pool import WorkerPool
 from cgdr_des.sweep.work import Outcome, Task, one_line, run_point
 
-BLAS_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-#: seconds between a worker's checks that its parent is still alive
-WATCHDOG_INTERVAL = 0.5
-#: the resource tracker (started with the pool) warns of "leaked semaphores" when the sweep was
-#: SIGKILLed; it removes them all the same, so the warning would only tell the user what they did
-_QUIET_TRACKER = "ignore::UserWarning:multiprocessing.resource_tracker"
-_PR_SET_PDEATHSIG = 1
 RunPoint = Callable[[Task], Outcome]
 
 
@@ -69,88 +47,22 @@ class InProcess:
 
 
 class LocalPool(InProcess):
-    """A pool of ``workers`` fresh processes with single-threaded BLAS (see the module docstring)."""
+    """A pool of ``workers`` fresh processes (:class:`cgdr_des.pool.WorkerPool`, see the module docstring)."""
 
     def __init__(self, workers: int):
         self.workers = workers
         self.name = f"local pool ({workers} worker{'s' if workers != 1 else ''})"
-        self._pool: ProcessPoolExecutor | None = None
+        self._pool = WorkerPool(workers)
 
     def run(self, tasks: Iterable[Task], fn: RunPoint = run_point) -> Iterator[Outcome]:
         """Yield outcomes as workers finish them; a crashed worker fails its points, not the sweep."""
-        pool = None
-        try:
-            # spawn: a fresh interpreter reads the BLAS variables when it first loads numpy (a forked
-            # child would inherit the parent's already-started BLAS threads). The workers start in
-            # submit(), all inside this block, with Ctrl-C blocked from their first instruction on.
-            warnings = ",".join(filter(None, [os.environ.get("PYTHONWARNINGS"), _QUIET_TRACKER]))
-            with scoped_environ({**BLAS_ENV, "PYTHONWARNINGS": warnings}), _starting_workers():
-                pool = self._pool = ProcessPoolExecutor(
-                    self.workers, mp_context=multiprocessing.get_context("spawn"),
-                    initializer=_worker_init, initargs=(os.getpid(),))
-                futures = {}
-                for task in tasks:
-                    futures[pool.submit(fn, task)] = task
-            for fut in as_completed(futures):
-                yield _outcome(fut, futures[fut])
-        except BaseException:  # interrupted, or the caller stopped early: end the workers now
-            self.close()
-            raise
-        finally:
-            if pool is not None:
-                pool.shutdown(wait=True, cancel_futures=True)
+        with closing(self._pool.completed(tasks, fn)) as finished:  # closed here, however this one ends
+            for task, fut in finished:
+                yield _outcome(fut, task)
 
     def close(self) -> None:
         """Terminate the workers still running (none after a sweep that ran to its end)."""
-        procs = list((getattr(self._pool, "_processes", None) or {}).values())  # None once shut down
-        for proc in procs:
-            if proc.is_alive():
-                proc.terminate()  # SIGTERM: a worker has no handler for it, so it ends quietly
-        for proc in procs:
-            proc.join(timeout=5)
-            if proc.is_alive():
-                proc.kill()
-
-
-def _worker_init(parent: int) -> None:
-    """In each pool worker, first: ignore Ctrl-C, then end with the parent (see the module docstring)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # drops one that arrived while it started (blocked)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-    if sys.platform.startswith("linux"):
-        try:
-            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        except (OSError, AttributeError):  # no prctl: the watchdog alone
-            pass
-    if os.getppid() != parent:  # the parent died before prctl took effect
-        os._exit(1)
-    threading.Thread(target=_watch_parent, args=(parent,), name="cgdr-des parent watchdog", daemon=True).start()
-
-
-def _watch_parent(parent: int) -> None:
-    """End this worker at once when its parent is gone (it is re-parented, so getppid changes)."""
-    while os.getppid() == parent:
-        time.sleep(WATCHDOG_INTERVAL)
-    os._exit(1)
-
-
-@contextmanager
-def _starting_workers():
-    """Start pool workers inside this block: Ctrl-C and SIGTERM wait until it ends.
-
-    SIGINT is blocked in this thread, so processes and threads started inside inherit the mask: a
-    pool worker drops it once it can (``_worker_init``), the pool's threads keep it blocked for good.
-    The handlers are deferred too (``cgdr_des/interrupts.py``): Python runs them in the main thread
-    whichever thread the kernel hands the signal to (the progress bar's thread may take it), and
-    one raising while a worker starts would leave the worker reading a pipe the parent never wrote.
-    The resource tracker is started first: starting it unblocks SIGINT and SIGTERM in this thread.
-    """
-    resource_tracker.ensure_running()
-    with deferred():
-        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        try:
-            yield
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+        self._pool.close()
 
 
 class DaskExecutor(InProcess):

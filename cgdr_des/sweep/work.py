@@ -105,7 +105,9 @@ def _run(task: Task) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
 def _tail(task: Task) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
     from cgdr_des.tail import run_study  # the tail-study interface; a point fails cleanly without it
 
-    study = run_study(_scenario(task), **task.tail)
+    # workers=1: the point already runs on one of the sweep's workers (or in its process), so its
+    # checks run one after another there; a point's [tail] options cannot ask for more (spec.py)
+    study = run_study(_scenario(task), **task.tail, workers=1)
     frames = {name: getattr(study, name) for name in _wanted(task.frames, TAIL_FRAMES)}
     return study.summary, frames
 

@@ -20,7 +20,7 @@ from cgdr_des.kernel.policies import OPTIMAL_MAX_ITEMS, POLICIES
 from cgdr_des.results.progress import Progress
 from cgdr_des.scenario import Scenario
 from cgdr_des.tail.calibration import ItemCosts, costs_for
-from cgdr_des.tail.checks import CHECK_BOUND, check_rows
+from cgdr_des.tail.checks import CHECK_BOUND, check_rows, check_workers
 from cgdr_des.tail.summary import summarise
 from cgdr_des.tail.surrogate import Estimate, estimate, items_of
 from cgdr_des.workload.lengths import sample_lengths
@@ -45,14 +45,17 @@ class StudyResult:
 
 
 def run_study(sc: Scenario, *, batches: int | None = None, policies: list[str] | None = None,
-              seed: int | None = None, progress=None) -> StudyResult:
+              seed: int | None = None, progress=None, workers: int = 1) -> StudyResult:
     """Sample ``batches`` batches of ``sc``'s workload and time each under every policy (see the module doc).
 
     None takes the value from the scenario: ``[study] batches``/``policies``, ``[workload] seed``.
     ``progress`` (a :class:`~cgdr_des.results.progress.Progress`) shows its five stages: calibrating,
     sampling, timing (one step per policy), checking (one per check batch), summarising.
+    ``workers``: processes the phase-fidelity checks run on at once (1: one after another in this
+    process; the frames are the same either way, see :mod:`cgdr_des.tail.checks`).
     """
     n = sc.study.batches if batches is None else _positive("--batches", batches)
+    workers = _positive_workers(workers)  # before the costly calibration, as every argument
     seed = sc.workload.seed if seed is None else int(seed)
     dist = sc.workload.distribution
     if dist is None:
@@ -81,8 +84,10 @@ def run_study(sc: Scenario, *, batches: int | None = None, policies: list[str] |
     core_rows = pd.concat([f[1] for f in frames], ignore_index=True)
     k = sc.study.check_batches
     checking = progress if k else Progress.off()  # no stage for a study without checks
-    with checking.stage(f"checking {k} batch{'es' if k != 1 else ''} at phase fidelity", k, "batches") as stage:
-        checks = check_rows(sc, costs, lengths, estimates, k, seed, on_done=stage.advance)
+    w = check_workers(workers, k)
+    on = f" on {w} workers" if w > 1 else ""
+    with checking.stage(f"checking {k} batch{'es' if k != 1 else ''} at phase fidelity{on}", k, "batches") as stage:
+        checks = check_rows(sc, costs, lengths, estimates, k, seed, on_done=stage.advance, workers=w)
     with progress.stage(f"summarising ({sc.study.bootstrap} bootstrap resamples)", 1) as stage:
         summary = summarise(batch_rows, n_boot=sc.study.bootstrap, seed=seed)
         stage.advance()
@@ -102,6 +107,13 @@ def _positive(name: str, value) -> int:
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or not 1 <= value <= MAX_STUDY_BATCHES:
         raise InputError(name, value, f"an integer in [1, {MAX_STUDY_BATCHES:,}] (as [study] batches)")
     return int(value)
+
+
+def _positive_workers(value) -> int:
+    """``workers``: bounded like a sweep's ``--workers`` (cgdr_des/bounds.py), at least 1."""
+    from cgdr_des.bounds import MAX_WORKERS, check_count
+
+    return check_count("workers", value, 1, MAX_WORKERS, "1 runs the checks in this process")
 
 
 def _known(requested) -> list[str] | None:

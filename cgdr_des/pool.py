@@ -1,0 +1,152 @@
+"""The local process pool every parallel part of cgdr-des runs on: a sweep's points
+(``cgdr_des/sweep/executors.py``, ``LocalPool``) and a tail study's self-checks (``cgdr_des/tail/checks.py``).
+
+``WorkerPool(workers).completed(tasks, fn)`` yields ``(task, future)`` pairs as workers finish them.
+The workers are started fresh (``spawn``) with OMP/OpenBLAS/MKL limited to one thread, so N workers
+use N cores and do not oversubscribe them with BLAS threads. They never outlive their parent: they
+ignore Ctrl-C (the terminal sends it to the whole process group; the parent ends them instead,
+without a traceback), the parent terminates them when it is interrupted or stops early, and each
+worker ends itself when its parent is gone (SIGKILL), by ``PR_SET_PDEATHSIG`` on Linux and a
+watchdog thread that polls ``os.getppid()`` everywhere. The multiprocessing resource tracker exits
+when the last of them has. A worker knows it is one (:func:`in_worker`), so work that could start a
+pool of its own (a tail point of a sweep) runs in the worker instead: pools never nest.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
+from multiprocessing import resource_tracker
+from typing import Any
+
+from cgdr_des.interrupts import deferred
+from cgdr_des.runtime import scoped_environ
+
+BLAS_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+#: seconds between a worker's checks that its parent is still alive
+WATCHDOG_INTERVAL = 0.5
+#: the resource tracker (started with the pool) warns of "leaked semaphores" when the parent was
+#: SIGKILLed; it removes them all the same, so the warning would only tell the user what they did
+_QUIET_TRACKER = "ignore::UserWarning:multiprocessing.resource_tracker"
+_PR_SET_PDEATHSIG = 1
+#: set in a pool worker by its initializer (see :func:`in_worker`)
+_IN_WORKER = False
+
+
+def in_worker() -> bool:
+    """True in a :class:`WorkerPool` worker: what runs there does not start a pool of its own."""
+    return _IN_WORKER
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity where the OS tells it, else the CPU count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def idle_cpus() -> int:
+    """The usable CPUs other work leaves idle now, at least 1: :func:`usable_cpus` minus the 1-minute
+    load average, this process aside (it counts itself there). A pool larger than this only shares the
+    same cores and pays its workers' start-up (analysis/benchmarks/bench_tail_checks.py)."""
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # no load average here: every usable CPU
+        return usable_cpus()
+    return max(1, min(usable_cpus(), int(usable_cpus() - load + 1)))
+
+
+class WorkerPool:
+    """A pool of ``workers`` fresh processes with single-threaded BLAS (see the module docstring)."""
+
+    def __init__(self, workers: int):
+        self.workers = workers
+        self._pool: ProcessPoolExecutor | None = None
+
+    def completed(self, tasks: Iterable[Any], fn: Callable[[Any], Any]) -> Iterator[tuple[Any, Future]]:
+        """Submit ``fn(task)`` for every task; yield ``(task, future)`` as each finishes (the caller
+        reads ``future.result()``: a worker's exception is raised there)."""
+        pool = None
+        try:
+            # spawn: a fresh interpreter reads the BLAS variables when it first loads numpy (a forked
+            # child would inherit the parent's already-started BLAS threads). The workers start in
+            # submit(), all inside this block, with Ctrl-C blocked from their first instruction on.
+            warnings = ",".join(filter(None, [os.environ.get("PYTHONWARNINGS"), _QUIET_TRACKER]))
+            with scoped_environ({**BLAS_ENV, "PYTHONWARNINGS": warnings}), starting_workers():
+                pool = self._pool = ProcessPoolExecutor(
+                    self.workers, mp_context=multiprocessing.get_context("spawn"),
+                    initializer=_worker_init, initargs=(os.getpid(),))
+                futures = {}
+                for task in tasks:
+                    futures[pool.submit(fn, task)] = task
+            for fut in as_completed(futures):
+                yield futures[fut], fut
+        except BaseException:  # interrupted, or the caller stopped early: end the workers now
+            self.close()
+            raise
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
+
+    def close(self) -> None:
+        """Terminate the workers still running (none after a run that went to its end)."""
+        procs = list((getattr(self._pool, "_processes", None) or {}).values())  # None once shut down
+        for proc in procs:
+            if proc.is_alive():
+                proc.terminate()  # SIGTERM: a worker has no handler for it, so it ends quietly
+        for proc in procs:
+            proc.join(timeout=5)
+            if proc.is_alive():
+                proc.kill()
+
+
+def _worker_init(parent: int) -> None:
+    """In each pool worker, first: ignore Ctrl-C, then end with the parent (see the module docstring)."""
+    global _IN_WORKER
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # drops one that arrived while it started (blocked)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    _IN_WORKER = True
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):  # no prctl: the watchdog alone
+            pass
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+    threading.Thread(target=_watch_parent, args=(parent,), name="cgdr-des parent watchdog", daemon=True).start()
+
+
+def _watch_parent(parent: int) -> None:
+    """End this worker at once when its parent is gone (it is re-parented, so getppid changes)."""
+    while os.getppid() == parent:
+        time.sleep(WATCHDOG_INTERVAL)
+    os._exit(1)
+
+
+@contextmanager
+def starting_workers():
+    """Start pool workers inside this block: Ctrl-C and SIGTERM wait until it ends.
+
+    SIGINT is blocked in this thread, so processes and threads started inside inherit the mask: a
+    pool worker drops it once it can (``_worker_init``), the pool's threads keep it blocked for good.
+    The handlers are deferred too (``cgdr_des/interrupts.py``): Python runs them in the main thread
+    whichever thread the kernel hands the signal to (the progress bar's thread may take it), and
+    one raising while a worker starts would leave the worker reading a pipe the parent never wrote.
+    The resource tracker is started first: starting it unblocks SIGINT and SIGTERM in this thread.
+    """
+    resource_tracker.ensure_running()
+    with deferred():
+        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            yield
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
