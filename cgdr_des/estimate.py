@@ -279,13 +279,18 @@ def check_estimate(sc, tiling, batches: int) -> Estimate:
     """One of a study's checks on a pool worker: a fresh process (``BASE_BYTES``) simulating a batch at
     ``phase`` fidelity without numbers, trace or plots, the batch taken as ``batch`` sequences of the
     longest length the distribution draws (:func:`longest_draw`), an upper bound of any checked batch
-    (the worst one included). ``memory_bytes``: the worker's peak; ``seconds``: the simulation's CPU
-    seconds alone. A check in the study's own process is within :data:`STUDY_BASE_BYTES`."""
+    (the worst one included), or of its stand-in when that is larger than ``check_max_token_heads``.
+    ``memory_bytes``: the worker's peak; ``seconds``: the simulation's CPU seconds alone. A check in
+    the study's own process is within :data:`STUDY_BASE_BYTES`."""
     from cgdr_des.kernel.dispatch import should_split_v_tiles
 
     s = sc.shape
     batch = sc.workload.batch or len(sc.lengths())
-    lengths = np.full(batch, longest_draw(sc.workload.distribution, batches, batch), np.int64)
+    longest = longest_draw(sc.workload.distribution, batches, batch)
+    cap = sc.study.check_max_token_heads  # a larger batch is checked as a stand-in of about this much work
+    if cap and batch * longest * s.nv > cap:
+        longest = max(1, cap // (batch * s.nv) + 1)
+    lengths = np.full(batch, longest, np.int64)
     split = should_split_v_tiles(s.dv, tiling.v_step, tiling.block_dim, s.nv)
     est = estimate(lengths, nk=s.nk, nv=s.nv, dk=s.dk, dv=s.dv, v_step=tiling.v_step,
                    ub_rest_bytes=tiling.ub_rest_bytes, numerics="off", fidelity="phase", split=split,

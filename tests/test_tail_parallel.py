@@ -112,10 +112,13 @@ def test_the_estimate_counts_every_check_that_runs_at_once():
     t = validate_tiling(sc)
     mem = [study_estimate(sc, t, workers=w).memory_bytes for w in (1, 2, 3, 4)]
     alone = study_memory_bytes(2000, 7, 16 * 12, 8)
-    # a worker: a fresh process, the phase run of 16 sequences of 8192 tokens (128 chunks x 12 heads
-    # each) and, without numbers, g alone (fp32 per token and head)
+    # a worker: a fresh process, the phase run of 16 sequences of the longest length (8192 tokens: 16 x
+    # 8192 x 12 heads is past check_max_token_heads, so the stand-in's, just over the cap: 5 462 tokens,
+    # 86 chunks x 12 heads each) and, without numbers, g alone (fp32 per token and head)
+    assert 16 * 8192 * 12 > sc.study.check_max_token_heads == 2**20
+    longest = 2**20 // (16 * 12) + 1
     worker = check_memory_bytes(sc, t, 2000)
-    assert worker == BASE_BYTES + 16 * 128 * 12 * PHASE_BYTES_PER_ITEM + 16 * 8192 * 12 * 4
+    assert worker == BASE_BYTES + 16 * -(-longest // 64) * 12 * PHASE_BYTES_PER_ITEM + 16 * longest * 12 * 4
     assert mem == [alone, alone + 2 * worker, alone + 3 * worker, alone + 3 * worker]  # at most 3 checks at once
 
 
@@ -141,10 +144,11 @@ def test_more_workers_than_max_memory_allows_are_refused_naming_the_field(tmp_pa
 
 
 @pytest.mark.parametrize(("max_memory", "cpus", "workers"), [
-    ("none", 8, 3), ("none", 2, 2), ("none", 1, 1), ("7G", 8, 2), ("2G", 8, 1), ("1M", 8, 1)])
+    ("none", 8, 3), ("none", 2, 2), ("none", 1, 1), ("7G", 8, 3), ("5G", 8, 2), ("2G", 8, 1), ("1M", 8, 1)])
 def test_the_default_workers_are_one_per_check_up_to_the_idle_cpus_and_the_memory(monkeypatch, max_memory, cpus,
                                                                                  workers):
-    """``tail_lognormal_12h``: ~0.5 GiB alone, ~5.9 GiB with 2 checks at once, ~8.6 GiB with 3."""
+    """``tail_lognormal_12h``: ~0.5 GiB alone, ~4.3 GiB with 2 checks at once, ~6.1 GiB with 3 (each check
+    bounded by its stand-in's work, ``check_max_token_heads``)."""
     monkeypatch.setattr("cgdr_des.pool.idle_cpus", lambda: cpus)
     sc = load_scenario(SCENARIOS / "tail_lognormal_12h.toml")
     assert common.study_workers(sc, None, None, max_memory) == workers

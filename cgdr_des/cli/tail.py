@@ -77,7 +77,9 @@ def study_lines(result) -> list[str]:
              f"sequences, {m['block_dim']} cores, seed {m['seed']}",
              *table.to_string(index=False, float_format=lambda v: f"{v:,.3f}").splitlines()]
     for row in result.checks.itertuples():
-        lines.append(f"check      batch {row.batch_index} ({row.kind}, {row.policy}): surrogate "
+        scaled = (f" as a stand-in of {row.tokens_checked:,} tokens ({row.stand_in_scale:.1%} of its own)"
+                  if row.stand_in_scale < 1 else "")
+        lines.append(f"check      batch {row.batch_index} ({row.kind}, {row.policy}){scaled}: surrogate "
                      f"{row.makespan_surrogate_cycles:,} vs phase {row.makespan_phase_cycles:,} cycles, "
                      f"makespan {row.makespan_rel_err:+.3%}, worst core finish {row.finish_max_rel_err:.3%}")
     return lines

@@ -268,5 +268,8 @@ class Study(_Section):
     work items)."""
     check_batches: Annotated[int, Field(ge=0, le=MAX_CHECK_BATCHES)] = 3
     """Batches re-simulated at phase fidelity as the study's self-check, 0 to 50; default 3."""
+    check_max_token_heads: Annotated[int, Field(ge=0, le=2**31 - 1)] = 1_048_576
+    """A checked batch of more tokens x value heads is checked as a stand-in: its lengths scaled down to this
+    much work; 0 checks every batch whole; default 1 048 576."""
     bootstrap: Annotated[int, Field(ge=MIN_BOOTSTRAP, le=MAX_BOOTSTRAP)] = 200
     """Bootstrap resamples behind the percentiles' 95 % intervals, 10 to 10 000; default 200."""

@@ -5,6 +5,13 @@ batch is, for j = 0, 1, 2, ..., the surrogate's worst under it, its median, then
 from the study's seed). Each row stores the relative error of the makespan and the largest relative
 error of a core's finish (over the cores that ran items), against :data:`CHECK_BOUND`.
 
+A picked batch of more than ``[study] check_max_token_heads`` tokens x value heads (a 64-sequence batch
+at phase fidelity takes minutes) is checked as a **stand-in**: every length scaled by the same factor,
+rounded, at least 1 token (empty sequences stay empty), so that the work fits the cap, and the
+surrogate is evaluated on the stand-in itself. The row's error is then the surrogate's error on the
+stand-in, a batch of the same number of sequences and the same proportions; ``tokens_checked`` and
+``stand_in_scale`` (its tokens / the batch's; 1.0 for the batch itself) say which was checked.
+
 The checks are picked in this process, in order (the random ones from one generator), and each is
 then a self-contained :class:`Check`. With ``workers`` > 1 they run at once on the shared process
 pool (:class:`cgdr_des.pool.WorkerPool`; in a pool worker, such as a sweep's tail point, they never
@@ -22,8 +29,8 @@ import pandas as pd
 
 #: The agreement the calibration is built for (relative, makespan and every core's finish).
 CHECK_BOUND = 0.005
-COLUMNS = ["check", "kind", "batch_index", "policy", "makespan_surrogate_cycles", "makespan_phase_cycles",
-           "makespan_rel_err", "finish_max_rel_err", "within_bound"]
+COLUMNS = ["check", "kind", "batch_index", "policy", "tokens_checked", "stand_in_scale", "makespan_surrogate_cycles",
+           "makespan_phase_cycles", "makespan_rel_err", "finish_max_rel_err", "within_bound"]
 
 
 @dataclass(frozen=True)
@@ -37,6 +44,18 @@ class Check:
     scenario: object
     makespan: int            # the surrogate's makespan of the batch (cycles)
     finish: np.ndarray       # the surrogate's finish of every core (cycles)
+    tokens: int = 0          # the tokens simulated (the stand-in's when scaled)
+    scale: float = 1.0       # tokens / the picked batch's tokens (1.0: the batch itself)
+
+
+def stand_in(lengths: np.ndarray, nv: int, cap: int) -> np.ndarray:
+    """``lengths`` scaled down so that tokens x ``nv`` is at most about ``cap`` (0: no cap): the same
+    factor for every sequence, rounded, at least 1 for a non-empty one; ``lengths`` when they fit."""
+    work = int(lengths.sum()) * int(nv)
+    if cap <= 0 or work <= cap:
+        return lengths
+    scaled = np.rint(lengths * (cap / work)).astype(lengths.dtype)
+    return np.where(lengths > 0, np.maximum(scaled, 1), 0).astype(lengths.dtype)
 
 
 def pick(makespan: np.ndarray, j: int, rng: np.random.Generator) -> tuple[str, int]:
@@ -48,9 +67,13 @@ def pick(makespan: np.ndarray, j: int, rng: np.random.Generator) -> tuple[str, i
     return "random", int(rng.integers(makespan.size))
 
 
-def plan(sc, lengths: np.ndarray, estimates: dict, k: int, seed: int) -> list[Check | None]:
-    """The ``k`` checks in order; None for one whose batch is all empty (nothing to simulate)."""
+def plan(sc, lengths: np.ndarray, estimates: dict, k: int, seed: int, costs=None) -> list[Check | None]:
+    """The ``k`` checks in order; None for one whose batch is all empty (nothing to simulate). ``costs``
+    (the item costs) time a stand-in; without them every batch is checked whole."""
+    from cgdr_des.tail.surrogate import estimate
+
     names, rng, checks = list(estimates), np.random.default_rng(seed), []
+    cap = sc.study.check_max_token_heads if costs is not None else 0
     for j in range(k):
         policy = names[j % len(names)]
         est = estimates[policy]
@@ -58,10 +81,15 @@ def plan(sc, lengths: np.ndarray, estimates: dict, k: int, seed: int) -> list[Ch
         if lengths[i].sum() == 0:
             checks.append(None)
             continue
-        one = sc.with_changes({"workload": {"lengths": lengths[i].tolist(), "distribution": None},
+        batch, row = stand_in(lengths[i], sc.shape.nv, cap), i
+        if batch is not lengths[i]:
+            est, row = estimate(costs, batch[None, :], policy), 0
+        one = sc.with_changes({"workload": {"lengths": batch.tolist(), "distribution": None},
                                "kernel": {"policy": policy},
                                "sim": {"fidelity": "phase", "numerics": "off", "trace": False}})
-        checks.append(Check(j, kind, i, policy, one, int(est.makespan[i]), est.finish[i].copy()))
+        tokens = int(batch.sum())
+        checks.append(Check(j, kind, i, policy, one, int(est.makespan[row]), est.finish[row].copy(), tokens,
+                            tokens / int(lengths[i].sum())))
     return checks
 
 
@@ -77,7 +105,7 @@ def check_rows(sc, costs, lengths: np.ndarray, estimates: dict, k: int, seed: in
                workers: int = 1) -> pd.DataFrame:
     """``k`` check rows (see the module docstring); ``on_done()`` after each of the ``k`` checks
     finishes, in whatever order they do; ``workers``: processes to run them on (1: this one)."""
-    checks = plan(sc, lengths, estimates, k, seed)
+    checks = plan(sc, lengths, estimates, k, seed, costs)
     todo = [c for c in checks if c is not None]
     done = on_done if on_done is not None else (lambda: None)
     for _ in range(len(checks) - len(todo)):  # a skipped check counts too: the progress total is k
@@ -138,6 +166,7 @@ def _row(check: Check, result) -> dict:
     mk_err = (float(check.makespan) - sim_mk) / sim_mk
     fin_err = float(np.max(np.abs(est_finish - sim_finish) / sim_finish))
     return {"check": check.j, "kind": check.kind, "batch_index": check.batch_index, "policy": check.policy,
+            "tokens_checked": check.tokens, "stand_in_scale": check.scale,
             "makespan_surrogate_cycles": check.makespan, "makespan_phase_cycles": int(sim_mk),
             "makespan_rel_err": mk_err, "finish_max_rel_err": fin_err,
             "within_bound": bool(max(abs(mk_err), fin_err) <= CHECK_BOUND)}
