@@ -112,6 +112,53 @@ class LocalPool(InProcess):
                 proc.kill()
 
 
+class SharedPool(LocalPool):
+    """One pool of ``workers`` processes that several sweeps use side by side, each from its own thread
+    (``run`` may be called concurrently): the workers start once and stay until :meth:`close`, so
+    short sweeps do not each pay a pool start, and a sweep of one long point runs while the other
+    worker takes another sweep's points. Outcomes come back to the thread that submitted the task."""
+
+    def __init__(self, workers: int):
+        super().__init__(workers)
+        self.name = f"shared local pool ({workers} worker{'s' if workers != 1 else ''})"
+        self._lock = threading.Lock()
+
+    def _started(self) -> ProcessPoolExecutor:
+        """The pool, its workers started (as :class:`LocalPool` starts them) on the first call."""
+        with self._lock:
+            if self._pool is None:
+                warnings = ",".join(filter(None, [os.environ.get("PYTHONWARNINGS"), _QUIET_TRACKER]))
+                with scoped_environ({**BLAS_ENV, "PYTHONWARNINGS": warnings}), _starting_workers():
+                    self._pool = ProcessPoolExecutor(
+                        self.workers, mp_context=multiprocessing.get_context("spawn"),
+                        initializer=_worker_init, initargs=(os.getpid(),))
+                    for fut in [self._pool.submit(time.sleep, 0) for _ in range(self.workers)]:
+                        fut.result()  # every worker is up before Ctrl-C is let through
+            return self._pool
+
+    def run(self, tasks: Iterable[Task], fn: RunPoint = run_point) -> Iterator[Outcome]:
+        """Submit every task now (the pool starts tasks in the order they were submitted, whichever
+        thread submitted them), then yield this call's outcomes as the workers finish them."""
+        pool = self._started()
+        futures = {pool.submit(fn, task): task for task in tasks}
+        return self._outcomes(futures)
+
+    def _outcomes(self, futures: dict) -> Iterator[Outcome]:
+        try:
+            for fut in as_completed(futures):
+                yield _outcome(fut, futures[fut])
+        except BaseException:  # interrupted: end the workers now, as LocalPool does
+            LocalPool.close(self)
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Shut the pool down once its work is done (terminated workers, when interrupted, are reaped)."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
 def _worker_init(parent: int) -> None:
     """In each pool worker, first: ignore Ctrl-C, then end with the parent (see the module docstring)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # drops one that arrived while it started (blocked)
