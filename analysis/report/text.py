@@ -382,7 +382,7 @@ too. Each study below is one `cgdr-des advise` (docs/advise.md), run through `cg
 `scenarios/sweeps/report_advise.toml` (the grid's length laws at B = 16, Nv = 16, dk = dv = 128,
 atlas-300i-duo; the lognormal σ = 1 law is the headline point) and `report_advise_long_tail.toml`
 (`long_tail`'s one batch). It ranks {q.f('advise_code_variants', INT)} kernel variants ({names};
-docs/kernel.md says what each changes in the AscendC code), each with up to
+docs/kernel.md says what each changes in the AscendC code{_left_out(a['variants'])}), each with up to
 {q.f('advise_policies', INT)} dispatch policies, by the **p99 gain over the source kernel (`baseline`) with
 `greedy`**, the kernel as shipped.
 
@@ -430,6 +430,18 @@ variant. The code changes are modelled from their AscendC form (docs/kernel.md);
 310P.
 """)
     return "\n".join(parts)
+
+
+def _left_out(studied: list[str]) -> str:
+    """The named variants ``cgdr-des advise`` ranks by default that the report's sweeps leave out."""
+    from cgdr_des.advise.settings import default_names
+
+    left = [f"`{n}`" for n in default_names() if n not in studied]
+    if not left:
+        return ""
+    return (f"; {', '.join(left)} are left out to keep the report's regeneration within minutes (each variant "
+            "costs a calibration per shape; section 5 times the double-buffering ones per shape), and "
+            "`cgdr-des advise` ranks them with the rest by default")
 
 
 def _advice_rows(q: Quotes, study: str, ranks: list[int]) -> str:
