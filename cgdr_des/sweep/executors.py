@@ -158,6 +158,11 @@ class SharedPool(LocalPool):
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
 
+    def __exit__(self, exc_type, *exc) -> None:
+        if exc_type is not None:  # interrupted or failed while sweeps were running: end the workers now
+            LocalPool.close(self)
+        self.close()
+
 
 def _worker_init(parent: int) -> None:
     """In each pool worker, first: ignore Ctrl-C, then end with the parent (see the module docstring)."""
