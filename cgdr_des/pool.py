@@ -71,6 +71,28 @@ class WorkerPool:
     def __init__(self, workers: int):
         self.workers = workers
         self._pool: ProcessPoolExecutor | None = None
+        self._lock = threading.Lock()
+
+    def started(self) -> ProcessPoolExecutor:
+        """The pool kept running across calls (the report's sweeps share one, each from its own thread):
+        its workers started on the first call, under the same guards as :meth:`completed`, and every one
+        up before Ctrl-C is let through. End it with :meth:`shutdown` (or :meth:`close` when interrupted)."""
+        with self._lock:
+            if self._pool is None:
+                warnings = ",".join(filter(None, [os.environ.get("PYTHONWARNINGS"), _QUIET_TRACKER]))
+                with scoped_environ({**BLAS_ENV, "PYTHONWARNINGS": warnings}), starting_workers():
+                    self._pool = ProcessPoolExecutor(
+                        self.workers, mp_context=multiprocessing.get_context("spawn"),
+                        initializer=_worker_init, initargs=(os.getpid(),))
+                    for fut in [self._pool.submit(time.sleep, 0) for _ in range(self.workers)]:
+                        fut.result()
+            return self._pool
+
+    def shutdown(self) -> None:
+        """End a :meth:`started` pool once its work is done (terminated workers are reaped)."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def completed(self, tasks: Iterable[Any], fn: Callable[[Any], Any]) -> Iterator[tuple[Any, Future]]:
         """Submit ``fn(task)`` for every task; yield ``(task, future)`` as each finishes (the caller

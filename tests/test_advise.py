@@ -244,3 +244,24 @@ def test_tied_policies_are_one_bar_and_different_ones_stay_apart(tmp_path):
     assert list(got["variant"]) == ["code_all", "sub", "code_all", "code_all"]
     assert list(got["first_policy"]) == ["round_robin", "round_robin", "greedy", "minmax_contiguous"]
     assert plot_gains(table, tmp_path / "g.png", {}).is_file()
+
+
+def test_a_probe_is_launched_once_per_profile_point_then_read_from_the_cache(tmp_path, monkeypatch):
+    """Advices of several length laws on one shape share their probes (the report's advise sweep): the
+    second ask reads the cached launch, whose durations are the launch's; another profile point launches."""
+    from cgdr_des import cost_cache
+    from cgdr_des.advise import costs as item
+    from cgdr_des.hw import load_profile
+
+    launched, real = [], item._measure
+    monkeypatch.setattr(item, "_measure", lambda sc, prof, ub: launched.append(prof.flag_cycles) or real(sc, prof, ub))
+    sc = _scenario()
+    nominal = load_profile(sc.profile_ref(), dict(sc.hardware.overrides))
+    other = load_profile(sc.profile_ref(), {**sc.hardware.overrides, "flag_cycles": nominal.flag_cycles + 5})
+    with cost_cache.settings(tmp_path):
+        first, again = item.probe(sc, nominal, 60000), item.probe(sc, nominal, 60000)
+        item.probe(sc, other, 60000)
+    direct = real(sc, nominal, 60000)
+    assert launched == [nominal.flag_cycles, nominal.flag_cycles + 5]
+    assert np.array_equal(first.dur, direct.dur) and np.array_equal(again.dur, direct.dur)
+    assert again.overhead == first.overhead == direct.overhead

@@ -90,3 +90,34 @@ def test_vectorised_rows_equal_one_batch_at_a_time():
         together = owners(name, tokens, cost, 3, avg)
         alone = np.vstack([owners(name, tokens[i:i + 1], cost[i:i + 1], 3, avg[i:i + 1]) for i in range(40)])
         assert (together == alone).all(), name
+
+
+def _fill_item_by_item(cost, limit):
+    """The contiguous greedy fill one item at a time (the form minmax_contiguous had before its
+    searchsorted fill): a new core starts when the current one would exceed the limit."""
+    owner, part, cur = np.empty(cost.shape, np.int64), np.zeros(len(cost), np.int64), np.zeros(len(cost), np.int64)
+    for j in range(cost.shape[1]):
+        w = cost[:, j]
+        cur += w
+        over = (cur > limit) & (cur > w)
+        part += over
+        cur = np.where(over, w, cur)
+        owner[:, j] = part
+    return owner, part + 1
+
+
+def test_minmax_contiguous_equals_the_item_by_item_fill_with_padding_and_many_items():
+    rng = np.random.default_rng(11)
+    for _ in range(60):
+        n, k, m = int(rng.integers(1, 20)), int(rng.integers(1, 300)), int(rng.integers(1, 50))
+        tokens = rng.integers(0, 3000, (n, k)).astype(np.int64)
+        tokens[rng.random((n, k)) < rng.random() * 0.5] = 0  # padding items, anywhere
+        cost = np.where(tokens > 0, tokens * 41 + 9000, 0)
+        lo = np.maximum(cost.max(axis=1), -(-cost.sum(axis=1) // m))
+        hi = np.maximum(cost.sum(axis=1), lo)
+        while (lo < hi).any():  # the bisection over the reference fill
+            mid = (lo + hi) // 2
+            ok = _fill_item_by_item(cost, mid)[1] <= m
+            hi, lo = np.where(ok, mid, hi), np.where(ok, lo, mid + 1)
+        expected = np.where(tokens > 0, _fill_item_by_item(cost, hi)[0], -1)
+        assert (owners("minmax_contiguous", tokens, cost, m, np.ones(n, np.int64)) == expected).all()

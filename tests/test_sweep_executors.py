@@ -13,7 +13,7 @@ from sweep_cases import GRID, report_blas_env, write_sweep
 from cgdr_des.cli import main
 from cgdr_des.pool import BLAS_ENV
 from cgdr_des.sweep import expand, load_sweep
-from cgdr_des.sweep.executors import LocalPool
+from cgdr_des.sweep.executors import LocalPool, SharedPool
 from cgdr_des.sweep.runner import tasks_for
 
 SWEEP = GRID.replace('"shape.dv" = [16, 24, 32]', '"shape.dv" = [16, 24]')  # 16 points, failures included
@@ -43,6 +43,23 @@ def test_pool_workers_use_one_blas_thread(tmp_path):
     outcomes = list(LocalPool(2).run(tasks, report_blas_env))
     want = ",".join(f"{k}={v}" for k, v in BLAS_ENV.items())
     assert [o.error for o in outcomes] == [want, want]
+
+
+def test_a_shared_pool_runs_two_sweeps_side_by_side_into_identical_bytes(tmp_path):
+    """Two sweeps run at once from two threads on one SharedPool (as analysis/report runs its sweeps):
+    each gets its own outcomes and stores the bytes the in-process loop stores."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from cgdr_des.sweep import run_sweep
+    from cgdr_des.sweep.executors import InProcess
+
+    spec = load_sweep(write_sweep(tmp_path, SWEEP))
+    run_sweep(spec, tmp_path / "loop", InProcess())
+    with SharedPool(2) as pool, ThreadPoolExecutor(2) as threads:
+        reports = list(threads.map(lambda name: run_sweep(spec, tmp_path / name, pool), ["a", "b"]))
+    assert [(r.ran, len(r.status.failed)) for r in reports] == [(16, 12), (16, 12)]
+    stored = [(tmp_path / name / "summary.parquet").read_bytes() for name in ("loop", "a", "b")]
+    assert stored[0] == stored[1] == stored[2]
 
 
 def test_missing_dask_is_one_line(tmp_path, monkeypatch):

@@ -52,7 +52,7 @@ def build_report(out: Path, *, quick: bool, workers: int, work: Path | None = No
              # this invocation's wall time per stage: each sweep (0 when resumed from its store), then the rest
              "sections_s": {**{f"sweep {n}": r.wall_s for n, r in rans.items()},
                             "frames": t2 - t1, "figures": t3 - t2, "text": now - t3},
-             "sweeps": {n: sweeps.sweep_time(r.store.root) for n, r in rans.items()}}
+             "sweeps": sweeps.all_times(rans)}
     (out / "report.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     return meta
 
@@ -85,9 +85,7 @@ def frames_and_facts(q: Quotes, rans: dict, workers: int, quick: bool) -> dict:
     sk = q.frame("skew", tables.skew_table(rans["skew"]))
     buf = q.frame("buffering", tables.buffering_table(rans["buffering"], sweeps.BUFFER_VARIANTS))
     checks = q.frame("checks", tables.checks_table(rans["checks"], rans["long_tail"]))
-    prof = rans["sensitivity"].spec.base_scenario.hardware.profile
-    points = sweeps.sensitivity_points(prof, quick)
-    sens = q.frame("sensitivity", tables.sensitivity_table(rans["sensitivity"], points))
+    sens = q.frame("sensitivity", tables.sensitivity_table(rans["sensitivity"]))
     q.frame("published", pd.DataFrame([{"system": s, "heads": h, "skewed_ms": a, "even_ms": b, "penalty": a / b,
                                         "source": "FlashQLA benchmark_results_H200.txt (H200, d=128, forward)"}
                                        for s, h, a, b in PUBLISHED]))
@@ -139,10 +137,11 @@ def choices(grid, gains, laws, balance, ltp, sk, buf, sens) -> dict:
 
 def facts(q: Quotes, t: dict, rans: dict, grid, gains, checks, buf, sens, workers: int) -> None:
     """Every derived number the text quotes that is not one cell of a frame (the ``facts`` frame)."""
-    times = [sweeps.sweep_time(r.store.root) for r in rans.values()]
-    q.fact("sweeps_wall_min", sum(x["wall_s"] for x in times) / 60)
+    timed = sweeps.all_times(rans)
+    times = list(timed.values())
+    q.fact("sweeps_wall_min", sweeps.sweeps_wall(times) / 60)
     q.fact("sweeps_cpu_min", sum(x["cpu_s"] for x in times) / 60)
-    q.fact("points_run", sum(x["points_run"] for x in times))
+    q.fact("points_run", sum(x["points_run"] for n, x in timed.items() if n != sweeps.CALIBRATIONS))
     q.fact("workers", max([x["workers"] for x in times if x["points_run"]] or [workers]))
     q.fact("grid_points", grid["point"].nunique())
     q.fact("grid_batches", grid["batches"].max())

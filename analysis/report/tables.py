@@ -273,16 +273,19 @@ def out_chain(ops: pd.DataFrame) -> dict:
             "copy_cycles": int(copy), "copy_v_overlap_share": hidden / copy if copy else 0.0}
 
 
-def sensitivity_table(ran, points: list) -> pd.DataFrame:
-    """Per (sensitivity point, policy): p99 (µs) and the p99 gain over greedy; ``points`` are the
-    ``(kind, parameter, end, overrides)`` of :func:`analysis.report.sweeps.sensitivity_points`."""
-    s = pd.read_parquet(ran.store.root / "summary.parquet")
-    s["point"] = s["point"].astype(int)
-    labels = pd.DataFrame([{"point": i, "kind": k, "param": p, "end": e} for i, (k, p, e, _o) in enumerate(points)])
-    s = s.merge(labels, on="point")
-    greedy = s[s["policy"] == "greedy"].set_index("point")["p99_us"]
-    s["p99_gain"] = s["point"].map(greedy) / s["p99_us"] - 1.0
-    return s[["point", "kind", "param", "end", "policy", "p99_us", "p99_gain"]].reset_index(drop=True)
+def sensitivity_table(ran) -> pd.DataFrame:
+    """Per (sensitivity profile point, policy): p99 (µs) and the p99 gain over greedy at the same point,
+    from the sensitivity sweep's one advise point (the source kernel alone: its ``points`` frame holds
+    the p99 of every policy at the nominal profile, each ranged field at each end ("oat") and the joint
+    samples ("lhs")). A point whose probe raised a kernel diagnostic has no rows. ``point`` here is the
+    frame's ``profile_point`` (the sweep holds one point)."""
+    path = next((ran.store.root / "frames" / "points").glob("point=*/part-0.parquet"))
+    f = pd.read_parquet(path).rename(columns={"profile_point": "point"})
+    f = f[(f["variant"] == "baseline") & (f["error"].fillna("") == "") & f["p99_us"].notna()].copy()
+    greedy = f[f["policy"] == "greedy"].set_index("point")["p99_us"]
+    f["p99_gain"] = f["point"].map(greedy) / f["p99_us"] - 1.0
+    f[["param", "end"]] = f[["param", "end"]].fillna("")
+    return f[["point", "kind", "param", "end", "policy", "p99_us", "p99_gain"]].reset_index(drop=True)
 
 
 def tail_batches(ran) -> pd.DataFrame:

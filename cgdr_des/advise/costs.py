@@ -56,10 +56,45 @@ class Probe:
     dur: np.ndarray
     overhead: float
 
+    def to_json(self) -> dict:
+        """Plain JSON types (the calibration cache stores them)."""
+        return {"dur": self.dur.tolist(), "overhead": float(self.overhead)}
+
+    @classmethod
+    def from_json(cls, doc: dict) -> Probe:
+        """The inverse of :meth:`to_json` (KeyError/TypeError/ValueError when ``doc`` is not one)."""
+        return cls(np.asarray(doc["dur"], np.float64), float(doc["overhead"]))
+
 
 def probe(sc, prof, ub_size: int) -> Probe:
     """Time the probe launch of scenario ``sc``'s shape and kernel on profile ``prof`` (phase fidelity,
-    numerics off), tiled for ``ub_size`` bytes of UB."""
+    numerics off), tiled for ``ub_size`` bytes of UB. Kept in the calibration cache
+    (:mod:`cgdr_des.cost_cache`, kind ``advise-probes``) like item costs: a probe depends on the profile,
+    the shape and the kernel, not on the lengths, so every length law of one shape (the report's advise
+    sweep has seven) shares its probes."""
+    from dataclasses import fields
+
+    from cgdr_des import cost_cache
+
+    s = sc.shape
+    inputs = {"profile": {f.name: getattr(prof, f.name) for f in fields(prof)}, "ub_size": int(ub_size),
+              "shape": {"nk": s.nk, "nv": s.nv, "dk": s.dk, "dv": s.dv, "has_gamma": bool(s.has_gamma)},
+              "kernel": sc.kernel.tiling_options(), "lengths": list(PROBE_LENGTHS)}
+    value = cost_cache.cached("advise-probes", inputs, lambda: _measure(sc, prof, ub_size).to_json(), _why_not)
+    return Probe.from_json(value)
+
+
+def _why_not(doc: dict) -> str | None:
+    """None when a stored value is a whole probe, else what is wrong with it."""
+    try:
+        p = Probe.from_json(doc)
+    except (KeyError, TypeError, ValueError) as exc:
+        return f"not a probe: {type(exc).__name__} {str(exc)[:40]}"
+    return None if p.dur.ndim == 2 and p.dur.shape[1] == len(PROBE_LENGTHS) else "not a probe: wrong shape"
+
+
+def _measure(sc, prof, ub_size: int) -> Probe:
+    """:func:`probe` without the cache: one phase-fidelity launch."""
     from cgdr_des.kernel.functional import make_launch
     from cgdr_des.kernel.launch import Shape
     from cgdr_des.simulation import run_launch

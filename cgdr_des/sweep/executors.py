@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import as_completed
 from contextlib import closing
 
 from cgdr_des.errors import InputError
@@ -63,6 +64,42 @@ class LocalPool(InProcess):
     def close(self) -> None:
         """Terminate the workers still running (none after a sweep that ran to its end)."""
         self._pool.close()
+
+
+class SharedPool(LocalPool):
+    """One pool of ``workers`` processes that several sweeps use side by side, each from its own thread
+    (``run`` may be called concurrently): the workers start once and stay until :meth:`close`, so
+    short sweeps do not each pay a pool start, and a sweep of one long point runs while the other
+    worker takes another sweep's points. Outcomes come back to the thread that submitted the task."""
+
+    def __init__(self, workers: int):
+        super().__init__(workers)
+        self.name = f"shared local pool ({workers} worker{'s' if workers != 1 else ''})"
+
+    def run(self, tasks: Iterable[Task], fn: RunPoint = run_point) -> Iterator[Outcome]:
+        """Submit every task now (the pool starts tasks in the order they were submitted, whichever
+        thread submitted them), then yield this call's outcomes as the workers finish them."""
+        pool = self._pool.started()
+        futures = {pool.submit(fn, task): task for task in tasks}
+        return self._outcomes(futures)
+
+    def _outcomes(self, futures: dict) -> Iterator[Outcome]:
+        try:
+            for fut in as_completed(futures):
+                yield _outcome(fut, futures[fut])
+        except BaseException:  # interrupted: end the workers now, as LocalPool does
+            self._pool.close()
+            self._pool.shutdown()
+            raise
+
+    def close(self) -> None:
+        """Shut the pool down once its work is done."""
+        self._pool.shutdown()
+
+    def __exit__(self, exc_type, *exc) -> None:
+        if exc_type is not None:  # interrupted or failed while sweeps were running: end the workers now
+            self._pool.close()
+        self.close()
 
 
 class DaskExecutor(InProcess):

@@ -40,19 +40,21 @@ class Task:
 
 @dataclass
 class Outcome:
-    """A finished point: its summary rows and frames, or its one-line error; ``wall_s`` is not stored
-    in the summary (it differs from run to run)."""
+    """A finished point: its summary rows and frames, or its one-line error; ``wall_s`` and ``cpu_s``
+    (the process's CPU seconds while it ran the point) are not stored in the summary (they differ from
+    run to run)."""
 
     point: int
     summary: pd.DataFrame | None = None
     frames: dict[str, pd.DataFrame] = field(default_factory=dict)
     error: str | None = None
     wall_s: float = 0.0
+    cpu_s: float = 0.0
 
 
 def run_point(task: Task) -> Outcome:
     """Run ``task``'s point; every exception is caught and reported as a one-line error."""
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     try:
         if task.error is not None:
             raise _Recorded(task.error)
@@ -64,6 +66,7 @@ def run_point(task: Task) -> Outcome:
     except Exception as exc:  # noqa: BLE001 -- a failing point is data, recorded and survived
         out = Outcome(task.point, error=one_line(exc))
     out.wall_s = time.perf_counter() - t0
+    out.cpu_s = time.process_time() - c0
     return out
 
 
