@@ -1,8 +1,8 @@
 """The code-change variants ([kernel] sub, state_rows, state_load, query_rows; docs/kernel.md §5.y):
 outputs bit for bit the baseline's under kernel and exact numerics on dk, dv from {64, 128, 256} (one
-shape per branch: SHAPES), the
-UB blocks they reuse against independent sizes, their DataCopy diagnostics, and per (chunk, phase)
-the records each changes against the count formulas of docs/kernel.md §5.y."""
+shape per branch: SHAPES), the UB blocks they reuse against independent sizes, their DataCopy
+diagnostics, and per (chunk, phase) the records each changes against the count formulas of
+docs/kernel.md §5.y."""
 
 import functools
 from collections import Counter
