@@ -157,15 +157,35 @@ def _no_progress(monkeypatch):
     monkeypatch.setenv("CGDR_DES_PROGRESS", "off")
 
 
+#: Seconds each of the longest files takes on one quiet core (pytest --durations, summed per file, at the
+#: stop that wrote them): only the order in which ``.ci/run`` hands files to its workers, never a result.
+#: A file missing here, or a figure gone stale, costs wall time, not correctness.
+LONG_FILES = {
+    "tests/test_tail.py": 75, "tests/test_phase_vs_instr_variants.py": 67, "tests/test_report.py": 40,
+    "tests/test_advise.py": 35, "tests/test_simulate.py": 25, "tests/test_command_outputs.py": 24,
+    "tests/test_code_variants.py": 21, "tests/test_doc_blocks.py": 19, "tests/test_golden.py": 19,
+    "tests/test_kill_race.py": 18, "tests/test_faults.py": 15, "tests/test_hw_repeat.py": 14,
+    "tests/test_calibration_cache.py": 13, "tests/test_phase_core_cache.py": 12, "tests/test_variants.py": 12,
+    "tests/test_sweep_executors.py": 11, "tests/test_advise_calibration.py": 10,
+}
+
+
 def pytest_collection_modifyitems(config, items):
-    """The modules holding ``slow`` tests first (most first), each module kept whole and in its own order.
+    """The longest modules first (:data:`LONG_FILES`, longest first), then those holding ``slow`` tests
+    (most first), each module kept whole and in its own order.
 
     ``.ci/run``'s ``--dist loadfile --no-loadscope-reorder`` hands files to its two workers in this
     order: the long files start first and the many short ones fill in at the end, so the two workers
     end together instead of one running a long file alone (xdist's own order, most tests first, puts
-    the long files of few tests last)."""
+    the long files of few tests last; counting slow tests alone put test_tail.py, ~12 % of the suite
+    with no slow test then, among the last)."""
     slow: dict[str, int] = {}
     for item in items:
         module = item.nodeid.split("::")[0]
         slow[module] = slow.get(module, 0) + (item.get_closest_marker("slow") is not None)
-    items.sort(key=lambda item: -slow[item.nodeid.split("::")[0]])  # stable: modules stay contiguous
+
+    def order(item):
+        module = item.nodeid.split("::")[0]
+        return -LONG_FILES.get(module, 0), -slow[module]
+
+    items.sort(key=order)  # stable: modules stay contiguous

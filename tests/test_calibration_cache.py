@@ -209,8 +209,15 @@ def tail(*args):
     return CliRunner().invoke(main, ["tail", *[str(a) for a in args]])
 
 
-@pytest.mark.slow
-def test_cli_cache_dir_and_no_cache(cache, tmp_path):
+def test_cli_cache_dir_and_no_cache(fake_calibration, cache, tmp_path, monkeypatch):
+    """Where the command stores and what it reads: the calibration itself is the fake's table (the
+    real one is test_a_second_process_reads_the_costs_without_running_a_launch's; two real ones here
+    cost ~20 s and prove nothing more), counted: --no-cache measures again rather than read --cache-dir's.
+    The study's five plots (drawn whatever [output] plots says; tests/test_tail_plots.py tests them) are
+    not drawn: ~3 s a run."""
+    import cgdr_des.results.tail_plots as tail_plots
+
+    monkeypatch.setattr(tail_plots, "plot_study", lambda result, out: {})
     scenario = tmp_path / "base.toml"
     scenario.write_text(BASE, encoding="utf-8")
     mine = tmp_path / "mine"
@@ -223,6 +230,7 @@ def test_cli_cache_dir_and_no_cache(cache, tmp_path):
     assert res.exit_code == 0, res.output
     assert not cache.exists() and len(list((mine / "item-costs").glob("*.json"))) == 1
     assert cost_cache.cache_dir() == cache.parent
+    assert len(fake_calibration) == 2
 
 
 def test_the_cache_key_uses_the_packages_own_source_hash():

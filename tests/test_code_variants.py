@@ -1,8 +1,10 @@
 """The code-change variants ([kernel] sub, state_rows, state_load, query_rows; docs/kernel.md §5.y):
-outputs bit for bit the baseline's under kernel and exact numerics on dk, dv in {64, 128, 256}, the
-UB blocks they reuse against independent sizes, their DataCopy diagnostics, and per (chunk, phase)
-the records each changes against the count formulas of docs/kernel.md §5.y."""
+outputs bit for bit the baseline's under kernel and exact numerics on dk, dv from {64, 128, 256} (one
+shape per branch: SHAPES), the UB blocks they reuse against independent sizes, their DataCopy
+diagnostics, and per (chunk, phase) the records each changes against the count formulas of
+docs/kernel.md §5.y."""
 
+import functools
 from collections import Counter
 
 import numpy as np
@@ -36,13 +38,23 @@ def functional(x, numerics, ub=UB, **kernel):
     return run_functional(launch)
 
 
+#: (dk, dv) -> what the shape exercises, under this test's UB, two heads and sequences of 65 and 3 tokens:
+#: every branch the code variants take on dk (TransDataTo5HD for dk % 16 == 0 and dk <= 128, the scalar
+#: transposition above) and on the V-tiling (one tile; two tiles, equal or with a narrower padded last; three
+#: tiles, so a middle one). The full {64, 128, 256}^2 grid adds no branch: (64, 128) and (128, 64) are one
+#: tile like (64, 64); (256, 64) and (256, 256) (2 and 6 tiles of 48 on the scalar branch, ~45 s of the
+#: suite) have nothing (256, 128) does not (3 tiles: a middle one and a padded last one of 32).
+SHAPES = {(64, 64): "one tile, 5HD", (128, 128): "one tile, 5HD at its largest dk",
+          (64, 256): "vStep 224: a full tile and a padded 32-wide one", (128, 256): "two equal tiles of 128",
+          (256, 128): "dk > 128, the scalar branch; vStep 48: three tiles, the last padded"}
+
+
 def _shapes():
-    """(dk, dv) over {64, 128, 256}^2; those splitting dv into many narrow tiles (every tile an item
-    that recomputes Phases 1-5) take 10-30 s on a busy machine: slow."""
-    for dk in (64, 128, 256):
-        for dv in (64, 128, 256):
-            slow = dv == 256 or (dk, dv) == (256, 128)
-            yield pytest.param(dk, dv, marks=[pytest.mark.slow] if slow else [], id=f"dk{dk}-dv{dv}")
+    """The shapes of :data:`SHAPES`; those splitting dv into several narrow tiles (every tile an item that
+    recomputes Phases 1-5) take 5-20 s on a busy machine: slow."""
+    for (dk, dv), _why in SHAPES.items():
+        slow = dv == 256 or dk == 256
+        yield pytest.param(dk, dv, marks=[pytest.mark.slow] if slow else [], id=f"dk{dk}-dv{dv}")
 
 
 @pytest.mark.parametrize("numerics", ["kernel", "exact"])
@@ -50,7 +62,8 @@ def _shapes():
 def test_outputs_are_the_baselines_bit_for_bit(dk, dv, numerics):
     """Two heads, a two-chunk and a one-chunk sequence (c == 0 and c > 0, first and last chunks), the
     program computing every number as it runs among its records: all six variants at once give the
-    baseline's out and final_state (each alone: the next test)."""
+    baseline's out and final_state (each alone: the next test), on one shape per branch of
+    :data:`SHAPES` rather than the whole {64, 128, 256}^2 grid."""
     x = inputs([65, 3], 1, 2, dk, dv, seed=dk + dv)
     base = functional(x, numerics)
     res = functional(x, numerics, **variant_fields("code_all"))
@@ -170,7 +183,15 @@ def test_bad_values_name_the_field_and_the_words():
 # ---- per-phase instruction counts against the formulas of docs/kernel.md §5.y ----
 
 def chunk_counts(lengths, dk, dv, ub=UB, nv=1, **kernel) -> dict:
-    """Records of core 0 per chunk, per (phase, kind); Scalar weighted by count, DMA bytes apart."""
+    """Records of core 0 per chunk, per (phase, kind); Scalar weighted by count, DMA bytes apart. The
+    same arguments give the same program: each count is walked once per module (the baseline's of a
+    shape is shared by its six variants' tests; callers copy before they change one)."""
+    return _chunk_counts(tuple(lengths), dk, dv, ub, nv, tuple(sorted(kernel.items())))
+
+
+@functools.cache
+def _chunk_counts(lengths, dk, dv, ub, nv, kernel) -> dict:
+    kernel = dict(kernel)
     lengths = np.asarray(lengths)
     shape = Shape(1, int(lengths.sum()), 1, nv, dk, dv, dk ** -0.5, True)
     g = np.full((shape.t, nv), -0.01, dtype=np.float32)
@@ -286,7 +307,7 @@ def test_code_all_is_the_sum_of_its_parts():
 
 def test_compare_runs_code_variants_side_by_side(tmp_path):
     text = ('name = "cv"\n[shape]\nnk = 1\nnv = 1\ndk = 64\ndv = 64\n[workload]\nlengths = [8]\n'
-            '[sim]\nnumerics = "off"\n')
+            '[sim]\nnumerics = "off"\ntrace = false\n[output]\nplots = false\n')  # the table is what is read
     (tmp_path / "s.toml").write_text(text, encoding="utf-8")
     out = tmp_path / "cmp"
     res = CliRunner().invoke(main, ["compare", str(tmp_path / "s.toml"), "--variant", "sub", "--variant",

@@ -33,6 +33,13 @@ SPLIT = {"nk": 1, "nv": 1, "dk": 64, "dv": 256}
 COUNTER = {"flag_double_set": "counter"}
 
 
+def profiles() -> list:
+    """Every shipped profile, those other than the default ``slow``: each first calibrates SHAPE or
+    SPLIT on its profile (5-10 s of CPU, 15-40 s on a busy machine). The default profile's two
+    calibrations are shared with the quick loop's other tests."""
+    return [p if p == "atlas-300i-duo" else pytest.param(p, marks=pytest.mark.slow) for p in list_profiles()]
+
+
 def overrides(profile: str) -> dict:
     return {} if profile == "atlas-300i-duo" else COUNTER
 
@@ -55,7 +62,7 @@ def phase_finish(profile: str, lengths: list[int], policy: str = "greedy", shape
     return cores["finish"].to_numpy(np.int64), cores["items"].to_numpy() > 0
 
 
-@pytest.mark.parametrize("profile", list_profiles())
+@pytest.mark.parametrize("profile", profiles())
 @settings(max_examples=3, deadline=None, derandomize=True)
 @given(lengths=st.lists(st.integers(1, 300), min_size=1, max_size=5))
 def test_surrogate_within_half_a_percent_of_phase_on_every_profile(profile, lengths):
@@ -71,7 +78,7 @@ def within(est, finish, ran, bound) -> bool:
             and bool((np.abs(est.finish[0][ran] - finish[ran]) <= bound * finish[ran]).all()))
 
 
-@pytest.mark.parametrize("profile", list_profiles())
+@pytest.mark.parametrize("profile", profiles())
 @settings(max_examples=3, deadline=None, derandomize=True)
 @given(n=st.integers(65, 400))
 def test_split_tiles_of_one_head_running_together_within_half_a_percent(profile, n):
@@ -84,7 +91,7 @@ def test_split_tiles_of_one_head_running_together_within_half_a_percent(profile,
     assert within(estimate(costs, np.array([[n]]), "greedy"), finish, ran, CHECK_BOUND)
 
 
-@pytest.mark.parametrize("profile", list_profiles())
+@pytest.mark.parametrize("profile", profiles())
 @settings(max_examples=3, deadline=None, derandomize=True)
 @given(lengths=st.lists(st.integers(1, 300), min_size=2, max_size=4),
        policy=st.sampled_from(["greedy", "round_robin", "cost_lpt"]))

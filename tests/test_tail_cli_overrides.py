@@ -5,12 +5,22 @@ from __future__ import annotations
 import json
 
 import pandas as pd
+import pytest
 from click.testing import CliRunner
 from test_sweep_tail import BASE
 
 from cgdr_des.cli import main
 from cgdr_des.scenario import load_scenario
 from cgdr_des.tail import run_study
+
+
+@pytest.fixture(autouse=True)
+def _no_study_plots(monkeypatch):
+    """The study's five plots are drawn whatever [output] plots says (~3 s a run); these tests read the
+    frames and the directory's ownership, tests/test_tail_plots.py the plots."""
+    import cgdr_des.results.tail_plots as tail_plots
+
+    monkeypatch.setattr(tail_plots, "plot_study", lambda result, out: {})
 
 
 def tail(*args):
