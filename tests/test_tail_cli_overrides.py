@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pandas as pd
-import pytest
 from click.testing import CliRunner
 from test_sweep_tail import BASE
 
@@ -14,17 +13,10 @@ from cgdr_des.scenario import load_scenario
 from cgdr_des.tail import run_study
 
 
-@pytest.fixture(autouse=True)
-def _no_study_plots(monkeypatch):
-    """The study's five plots are drawn whatever [output] plots says (~3 s a run); these tests read the
-    frames and the directory's ownership, tests/test_tail_plots.py the plots."""
-    import cgdr_des.results.tail_plots as tail_plots
-
-    monkeypatch.setattr(tail_plots, "plot_study", lambda result, out: {})
-
-
 def tail(*args):
-    return CliRunner().invoke(main, ["tail", *[str(a) for a in args]])
+    """The command without its five study plots (~3 s a run: tests/test_tail_plots.py draws them); these
+    tests read the frames and the directory's ownership."""
+    return CliRunner().invoke(main, ["tail", *[str(a) for a in args], "--set", "output.plots=false"])
 
 
 def test_set_and_seed_change_the_study_as_the_edited_file_would(tmp_path):
@@ -35,6 +27,7 @@ def test_set_and_seed_change_the_study_as_the_edited_file_would(tmp_path):
     assert res.exit_code == 0, res.output
     meta = json.loads((tmp_path / "o" / "study.json").read_text())
     assert meta["shape"]["nv"] == 4 and meta["seed"] == 9
+    assert not list((tmp_path / "o").glob("*.png"))  # [output] plots = false: the study draws none
     edited = tmp_path / "edited.toml"
     edited.write_text(BASE.replace("nv = 2", "nv = 4").replace("seed = 3", "seed = 9"), encoding="utf-8")
     want = run_study(load_scenario(edited), batches=20, policies=["greedy"]).batches
@@ -47,7 +40,7 @@ def test_bad_override_and_reused_out_are_one_line(tmp_path):
     base.write_text(BASE, encoding="utf-8")
     res = tail(base, "--out", tmp_path / "o", "--set", "shape.nk=3")
     assert res.exit_code == 2 and res.stderr.strip().splitlines() == [
-        "error: shape.nv: got 2; a multiple of nk (3) (after setting shape.nk=3)"]
+        "error: shape.nv: got 2; a multiple of nk (3) (after setting shape.nk=3, output.plots=False)"]
     assert tail(base, "--out", tmp_path / "o", "--batches", 5, "--policy", "greedy").exit_code == 0
     again = tail(base, "--out", tmp_path / "o", "--batches", 5, "--policy", "greedy")
     assert again.exit_code == 2 and "--force replaces it whole" in again.stderr

@@ -60,7 +60,7 @@ def tail(scenario: str, out: Path, batches: int | None, policies: tuple[str, ...
             warnings.simplefilter("always")
             result = run_study(sc, batches=batches, policies=names, progress=Progress(), workers=workers)
         with target.writing():
-            written = write_study(result, staging)
+            written = write_study(result, staging, plots=sc.output.plots)
         common.write_page(target, staging, "tail")
     common.echo_outputs(study_lines(result), out, written, caught)
 

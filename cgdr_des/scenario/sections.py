@@ -240,7 +240,7 @@ class Output(_Section):
     csv: bool = False
     """Whether a run also writes its frames as CSV."""
     plots: bool = True
-    """Whether a run draws its PNG plots."""
+    """Whether a run or a tail study draws its PNG plots."""
     gantt_core: CoreId | None = None
     """Core of the Gantt plot (0 to 1023); default the core that finishes last."""
     gantt_window: CycleWindow | None = None
