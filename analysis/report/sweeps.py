@@ -166,7 +166,12 @@ def calibrations(specs) -> list[Task]:
                 job = {"profile": v.profile_ref(), "overrides": dict(v.hardware.overrides), "nk": s.nk, "nv": s.nv,
                        "dk": s.dk, "dv": s.dv, "has_gamma": s.has_gamma, "kernel": v.kernel.tiling_options()}
                 jobs.setdefault(json.dumps(job, sort_keys=True, default=str), job)
-    return [Task(i, "calibrate", None, job) for i, job in enumerate(jobs.values())]
+    # longest first (the pool starts tasks in order): a 48-core chip's calibration, then more heads and
+    # wider heads, so the last to start is a short one and neither worker idles at the end (LPT)
+    from cgdr_des.hw import load_profile
+
+    order = sorted(jobs.values(), key=lambda j: (-load_profile(j["profile"]).aiv_num, -j["nv"], -j["dk"] * j["dv"]))
+    return [Task(i, "calibrate", None, job) for i, job in enumerate(order)]
 
 
 def calibrate(task: Task) -> Outcome:
