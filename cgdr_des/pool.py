@@ -79,12 +79,8 @@ class WorkerPool:
         up before Ctrl-C is let through. End it with :meth:`shutdown` (or :meth:`close` when interrupted)."""
         with self._lock:
             if self._pool is None:
-                warnings = ",".join(filter(None, [os.environ.get("PYTHONWARNINGS"), _QUIET_TRACKER]))
-                with scoped_environ({**BLAS_ENV, "PYTHONWARNINGS": warnings}), starting_workers():
-                    self._pool = ProcessPoolExecutor(
-                        self.workers, mp_context=multiprocessing.get_context("spawn"),
-                        initializer=_worker_init, initargs=(os.getpid(),))
-                    for fut in [self._pool.submit(time.sleep, 0) for _ in range(self.workers)]:
+                with self._starting() as pool:
+                    for fut in [pool.submit(time.sleep, 0) for _ in range(self.workers)]:
                         fut.result()
             return self._pool
 
@@ -99,14 +95,7 @@ class WorkerPool:
         reads ``future.result()``: a worker's exception is raised there)."""
         pool = None
         try:
-            # spawn: a fresh interpreter reads the BLAS variables when it first loads numpy (a forked
-            # child would inherit the parent's already-started BLAS threads). The workers start in
-            # submit(), all inside this block, with Ctrl-C blocked from their first instruction on.
-            warnings = ",".join(filter(None, [os.environ.get("PYTHONWARNINGS"), _QUIET_TRACKER]))
-            with scoped_environ({**BLAS_ENV, "PYTHONWARNINGS": warnings}), starting_workers():
-                pool = self._pool = ProcessPoolExecutor(
-                    self.workers, mp_context=multiprocessing.get_context("spawn"),
-                    initializer=_worker_init, initargs=(os.getpid(),))
+            with self._starting() as pool:
                 futures = {}
                 for task in tasks:
                     futures[pool.submit(fn, task)] = task
@@ -118,6 +107,19 @@ class WorkerPool:
         finally:
             if pool is not None:
                 pool.shutdown(wait=True, cancel_futures=True)
+
+    @contextmanager
+    def _starting(self) -> Iterator[ProcessPoolExecutor]:
+        """A new executor (also ``self._pool``) whose workers start in ``submit()`` inside this block.
+
+        spawn: a fresh interpreter reads the BLAS variables when it first loads numpy (a forked child
+        would inherit the parent's already-started BLAS threads); Ctrl-C stays blocked from the
+        workers' first instruction on (:func:`starting_workers`)."""
+        warnings = ",".join(filter(None, [os.environ.get("PYTHONWARNINGS"), _QUIET_TRACKER]))
+        with scoped_environ({**BLAS_ENV, "PYTHONWARNINGS": warnings}), starting_workers():
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
+                                             initializer=_worker_init, initargs=(os.getpid(),))
+            yield self._pool
 
     def close(self) -> None:
         """Terminate the workers still running (none after a run that went to its end)."""
