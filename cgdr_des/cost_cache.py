@@ -20,6 +20,7 @@ malformed or foreign entry is reported in one ``warning`` line on stderr and rec
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -67,7 +68,10 @@ def settings(directory: Path | str | None = None, enabled: bool = True):
 
 
 def canonical(value: Any) -> Any:
-    """``value`` as plain JSON types (mappings sorted by key, tuples as lists), for hashing and storing."""
+    """``value`` as plain JSON types (mappings sorted by key, tuples as lists, a dataclass instance as the
+    mapping of its fields: a profile), for hashing and storing."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
     if isinstance(value, Mapping):
         return {str(k): canonical(value[k]) for k in sorted(value, key=str)}
     if isinstance(value, list | tuple):

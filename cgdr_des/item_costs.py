@@ -148,7 +148,7 @@ def measure_item_costs(prof, nk: int, nv: int, dk: int, dv: int, has_gamma: bool
     policy, fidelity) -> Result`` times a launch. ``variant``: :func:`variant_key` of the other
     ``[kernel]`` fields (``()``, the source kernel, keeps the key it had before variants were keyed)."""
     shape = {"nk": int(nk), "nv": int(nv), "dk": int(dk), "dv": int(dv), "has_gamma": bool(has_gamma)}
-    inputs = {"profile": {f.name: getattr(prof, f.name) for f in fields(prof)}, "shape": shape,
+    inputs = {"profile": prof, "shape": shape,
               "buffer_num": int(buffer_num), "runner": f"{run_launch.__module__}.{run_launch.__qualname__}"}
     if variant:
         inputs["kernel"] = dict(variant)

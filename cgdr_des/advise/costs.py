@@ -72,12 +72,10 @@ def probe(sc, prof, ub_size: int) -> Probe:
     (:mod:`cgdr_des.cost_cache`, kind ``advise-probes``) like item costs: a probe depends on the profile,
     the shape and the kernel, not on the lengths, so every length law of one shape (the report's advise
     sweep has seven) shares its probes."""
-    from dataclasses import fields
-
     from cgdr_des import cost_cache
 
     s = sc.shape
-    inputs = {"profile": {f.name: getattr(prof, f.name) for f in fields(prof)}, "ub_size": int(ub_size),
+    inputs = {"profile": prof, "ub_size": int(ub_size),
               "shape": {"nk": s.nk, "nv": s.nv, "dk": s.dk, "dv": s.dv, "has_gamma": bool(s.has_gamma)},
               "kernel": sc.kernel.tiling_options(), "lengths": list(PROBE_LENGTHS)}
     value = cost_cache.cached("advise-probes", inputs, lambda: _measure(sc, prof, ub_size).to_json(), _why_not)

@@ -44,8 +44,8 @@ class Check:
     scenario: object
     makespan: int            # the surrogate's makespan of the batch (cycles)
     finish: np.ndarray       # the surrogate's finish of every core (cycles)
-    tokens: int = 0          # the tokens simulated (the stand-in's when scaled)
-    scale: float = 1.0       # tokens / the picked batch's tokens (1.0: the batch itself)
+    tokens: int              # the tokens simulated (the stand-in's when scaled)
+    scale: float             # tokens / the picked batch's tokens (1.0: the batch itself)
 
 
 def stand_in(lengths: np.ndarray, nv: int, cap: int) -> np.ndarray:
@@ -67,13 +67,13 @@ def pick(makespan: np.ndarray, j: int, rng: np.random.Generator) -> tuple[str, i
     return "random", int(rng.integers(makespan.size))
 
 
-def plan(sc, lengths: np.ndarray, estimates: dict, k: int, seed: int, costs=None) -> list[Check | None]:
+def plan(sc, costs, lengths: np.ndarray, estimates: dict, k: int, seed: int) -> list[Check | None]:
     """The ``k`` checks in order; None for one whose batch is all empty (nothing to simulate). ``costs``
-    (the item costs) time a stand-in; without them every batch is checked whole."""
+    (the item costs) time a stand-in."""
     from cgdr_des.tail.surrogate import estimate
 
     names, rng, checks = list(estimates), np.random.default_rng(seed), []
-    cap = sc.study.check_max_token_heads if costs is not None else 0
+    cap = sc.study.check_max_token_heads
     for j in range(k):
         policy = names[j % len(names)]
         est = estimates[policy]
@@ -105,7 +105,7 @@ def check_rows(sc, costs, lengths: np.ndarray, estimates: dict, k: int, seed: in
                workers: int = 1) -> pd.DataFrame:
     """``k`` check rows (see the module docstring); ``on_done()`` after each of the ``k`` checks
     finishes, in whatever order they do; ``workers``: processes to run them on (1: this one)."""
-    checks = plan(sc, lengths, estimates, k, seed, costs)
+    checks = plan(sc, costs, lengths, estimates, k, seed)
     todo = [c for c in checks if c is not None]
     done = on_done if on_done is not None else (lambda: None)
     for _ in range(len(checks) - len(todo)):  # a skipped check counts too: the progress total is k
