@@ -46,7 +46,8 @@ def bars(table: pd.DataFrame) -> pd.DataFrame:
 
 def plot_gains(table: pd.DataFrame, path: str | Path, meta: dict) -> Path:
     """Bars of the p99 gain per (variant, policy) with their interval whiskers (module docstring)."""
-    ran = bars(table).head(MAX_BARS)
+    every = bars(table)
+    ran = every.head(MAX_BARS)
     fig = Figure(figsize=(10, 1.6 + 0.28 * max(len(ran), 1)), layout="constrained")
     ax = fig.add_subplot()
     y = np.arange(len(ran))[::-1]
@@ -70,8 +71,7 @@ def plot_gains(table: pd.DataFrame, path: str | Path, meta: dict) -> Path:
     if len(skipped):
         note = "; ".join(f"{r.variant}: {r.status}" for r in skipped.itertuples())
         fig.text(0.01, 0.005, f"not run: {note}", fontsize=7, color=NEUTRAL, wrap=True)
-    n_bars = len(bars(table))
-    shown = f" (best {MAX_BARS} of {n_bars})" if len(ran) < n_bars else ""
+    shown = f" (best {MAX_BARS} of {len(every)})" if len(ran) < len(every) else ""
     ax.set_title(f"{meta.get('scenario_name', '')} on {meta.get('hardware', '')}: p99 gain per kernel variant × "
                  f"policy{shown}, {meta.get('batches', 0):,} batches, {meta.get('points', 0)} profile points",
                  fontsize=10)
