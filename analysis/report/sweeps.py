@@ -44,9 +44,10 @@ BUFFER_VARIANTS = {"single (BUFFER_NUM 1)": {"buffer_num": 1}, "double (BUFFER_N
 #: calibrates item costs twice (each chip; the sensitivity sweep probes the ends of its one field), and
 #: none of them on split V-tiles (dv = 64 is one V-tile on the 48-core A2: the split probes cost ~30 s).
 QUICK_SHAPE = {"shape.dk": 64, "shape.dv": 64}
-#: ``--quick`` advise options: two variants (the state DMAs and the union of the code changes; each variant
-#: costs one calibration, a few seconds of CPU at this shape), one ranged field, no joint samples
-QUICK_ADVISE = {"samples": 0, "fields": ["vec_pipe_delay_cycles"], "variants": ["state_load_dma", "code_all"]}
+#: ``--quick`` advise options: one variant (the union of the code changes: a variant costs one calibration
+#: and its probes, ~7 s of CPU at this shape, and one is enough to fill every table of section 8), one
+#: ranged field, no joint samples
+QUICK_ADVISE = {"samples": 0, "fields": ["vec_pipe_delay_cycles"], "variants": ["code_all"]}
 QUICK = {
     "grid": {"grid": {"shape": [0], "workload.batch": [1, 2]}, "tail": {"batches": 60}, "set": QUICK_SHAPE},
     "checks": {"grid": {"hardware": [0], "shape": [0]}, "tail": {"batches": 20},

@@ -151,10 +151,12 @@ def long_tail_table(ran) -> pd.DataFrame:
     the busy time is per-item fixed work (each item counted at the cost of a 1-token item)."""
     from cgdr_des.tail import calibrate
 
-    sc = ran.spec.base_scenario
-    s = sc.shape
-    costs = calibrate(sc.hardware.profile, nk=s.nk, nv=s.nv, dk=s.dk, dv=s.dv, has_gamma=s.has_gamma,
-                      buffer_num=sc.kernel.buffer_num, overrides=dict(sc.hardware.overrides) or None)
+    # the point's scenario, the sweep's [set] applied: the shape the study ran (--quick changes it), so
+    # these are the costs its dispatch used, read from the calibration cache rather than measured again
+    sc = expand(ran.spec)[0].scenario
+    s, hw = sc["shape"], sc["hardware"]
+    costs = calibrate(hw["profile"], nk=s["nk"], nv=s["nv"], dk=s["dk"], dv=s["dv"], has_gamma=s["has_gamma"],
+                      buffer_num=sc["kernel"]["buffer_num"], overrides=dict(hw.get("overrides") or {}) or None)
     fixed = int(costs.item_cycles(np.array([1]), np.array([-1]))[0])
     cf = frame_of(ran, "core_finish")
     cf = cf[cf["batch_index"] == 0].copy()
