@@ -59,7 +59,7 @@ PICTURES = {
     "run": ["core_load.png", "finish_cdf.png", "range/tornado.png", "range/joint_makespan.png"],
     "compare": ["critical_path.png", "chunk_gantt.png", "buffer_compare.png", "buffer_num_1/core_load.png"],
     "compare_kernels": ["kernels_pipes.png"],
-    "tail": ["makespan_cdf.png"],
+    "tail": ["makespan_cdf.png", "makespan_over_lb.png", "load_balance.png", "makespan_vs_max_seqlen.png"],
     "measured": ["measured.png"],
     "calibrate": ["calibration.png"],
     "sensitivity": ["tornado.png", "joint_makespan.png"],
