@@ -40,7 +40,9 @@ bootstrap = 10
 """
 VARIANTS = ["state_db", "prefetch", "prefetch_same"]
 POLICIES = ["greedy", "round_robin", "cost_lpt"]
-ARGS = ["--variants", " ".join(VARIANTS), "--policies", ",".join(POLICIES), "--samples", "2",
+#: one joint (lhs) sample is enough for an interval over several points: the nominal one, the three
+#: one-at-a-time ends and it (a second sample was one more probe per variant and proved nothing more)
+ARGS = ["--variants", " ".join(VARIANTS), "--policies", ",".join(POLICIES), "--samples", "1",
         "--fields", "flag_cycles,dma_read_latency_cycles"]
 
 
@@ -92,7 +94,7 @@ def test_every_variant_and_policy_is_claimed_once_and_overflow_is_a_row(out):
 @pytest.mark.slow  # the module's advice: calibrations and probes of two variants, ~20 s
 def test_intervals_are_the_min_and_max_over_the_profile_points(out):
     table, _, points, _ = _frames(out[0])
-    assert set(points["kind"]) == {"nominal", "oat", "lhs"} and points["profile_point"].nunique() == 1 + 3 + 2
+    assert set(points["kind"]) == {"nominal", "oat", "lhs"} and points["profile_point"].nunique() == 1 + 3 + 1
     base = points[(points["variant"] == "baseline") & (points["policy"] == "greedy")]
     base = base.set_index("profile_point")["p99_us"]
     for r in table[table["rank"].notna()].itertuples():
@@ -214,12 +216,14 @@ def test_a_kernel_diagnostic_at_a_profile_point_is_counted_not_fatal(monkeypatch
     assert list(bad["variant"]) == ["state_db"] and bad["p99_us"].isna().all()
 
 
-@pytest.mark.slow  # four calibrations of the tiny shape, ~15 s
+@pytest.mark.slow  # three calibrations of the tiny shape, ~15 s (the nominal one is the module advice's)
 def test_the_probe_shift_is_close_to_a_recalibration_at_a_profile_end():
+    """On TINY's profile as it is (UB cut to 60 000 B): the baseline's tiling at dk = dv = 16 is the
+    same as under the full UB (vStep 16 both), so these are the item costs and errors of the full
+    profile, bit for bit, and the nominal calibration and probe are those the module's advice made."""
     from analysis.advise_shift_check import shift_errors
 
-    sc = Scenario.from_dict({**tomllib.loads(TINY.replace("overrides = { ub_usable_bytes = 60000 }", "")),
-                             "name": "shift"})
+    sc = Scenario.from_dict({**tomllib.loads(TINY), "name": "shift"})
     rows = shift_errors(sc, ["scalar_alu_cycles"])
     assert len(rows) == 2 and all(r["moved"] > 0.05 for r in rows)  # the ends move item costs by 7-15 %
     assert all(r["error"] < 0.005 for r in rows), rows  # the shift follows them within 0.5 %

@@ -74,7 +74,8 @@ def test_outputs_are_the_baselines_bit_for_bit(dk, dv, numerics):
 
 @pytest.mark.parametrize("numerics", ["kernel", "exact"])
 def test_each_variant_alone_keeps_the_outputs(numerics):
-    x = inputs([70, 9], 1, 2, 64, 128, seed=3)
+    """dk = dv = 64 (one tile, the 5HD branch; dv = 128 here was the same branch at twice the records)."""
+    x = inputs([70, 9], 1, 2, 64, 64, seed=3)
     base = functional(x, numerics)
     for name in SINGLE:
         res = functional(x, numerics, **variant_fields(name))

@@ -46,6 +46,8 @@ TINY = textwrap.dedent("""
     [output]
     plots = false
 """)
+#: plots off, as TINY: the tail command's pictures are test_command_outputs.py's, and here each of
+#: its three writes (the previous output, the killed one, the next) drew four PNGs for nothing
 DIST = textwrap.dedent("""
     name = "d"
     [shape]
@@ -61,6 +63,8 @@ DIST = textwrap.dedent("""
     [study]
     check_batches = 0
     bootstrap = 10
+    [output]
+    plots = false
 """)
 SWEEP = 'name = "w"\nbase = "tiny.toml"\n[grid]\n"kernel.policy" = ["greedy", "round_robin"]\n'
 
