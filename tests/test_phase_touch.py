@@ -143,3 +143,25 @@ def test_row_loops_agree_with_the_walk_batch_after_batch(capacity):
         assert touch(mine, batch) == touch_walk(ref, batch)
         assert _state(mine) == _state(ref)
     assert 0 < ref.misses < ref.hits
+
+
+contiguous = st.builds(lambda n, starts, count, nbytes, store: Repeat(
+    n, lambda i: [Scalar("alu")],
+    gm=GmRows(lambda i, s=starts, c=count, k=nbytes: range(s[i % len(s)], s[i % len(s)] + c * k, k), nbytes, store)),
+    st.integers(1, 6), st.lists(st.integers(0, 600), min_size=1, max_size=4), st.integers(1, 70),
+    st.sampled_from([1, 2, 4, 8, 64, 3]), st.booleans())
+contiguous_strided = st.builds(lambda n, start, nbytes: Repeat(n, lambda i: [Scalar("alu")],
+                                                               gm=GmStrided(start, nbytes, nbytes, False)),
+                               st.integers(0, 200), addr, st.sampled_from([1, 2, 4, 8, 3]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(contiguous, contiguous_strided, scalar_gm, dma), max_size=12),
+       st.sampled_from([64, 512, 4096]), st.booleans())
+def test_contiguous_rows_kept_one_access_a_line_are_the_walk(batch, capacity, l2):
+    """Rows and strided loops of contiguous accesses, which :func:`touch` keeps one access per line of
+    (aligned or not, rows meeting in a line or not, next to single accesses and DataCopy calls): the
+    walk's outcome bytes and cache, the left-out accesses counted as hits."""
+    ref, mine = _cache(capacity, l2), _cache(capacity, l2)
+    assert touch(mine, batch) == touch_walk(ref, batch)
+    assert _state(mine) == _state(ref)

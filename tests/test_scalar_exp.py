@@ -9,7 +9,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cgdr_des.errors import KernelDiagnostic
-from cgdr_des.numerics.scalar_exp import scalar_exp, scalar_exp_array, scalar_exp_steps
+from cgdr_des.numerics.scalar_exp import (
+    EXP_ALU_PER_HALVING,
+    EXP_ALU_PER_SQUARING,
+    scalar_exp,
+    scalar_exp_array,
+    scalar_exp_steps,
+    scalar_exp_work,
+    scalar_exp_work_array,
+)
 
 U32 = 2.0**-24  # float32 unit roundoff
 EPS32 = 2.0**-23
@@ -114,3 +122,17 @@ def test_non_finite_is_a_kernel_diagnostic(bad):
         scalar_exp_steps(bad)
     with pytest.raises(KernelDiagnostic):
         scalar_exp_array(np.array([0.0, bad]))
+    with pytest.raises(KernelDiagnostic, match="not finite"):
+        scalar_exp_work_array(np.array([0.5, -1.0, bad]))
+
+
+@settings(derandomize=True, deadline=None)
+@given(st.lists(st.floats(min_value=-1e6, max_value=1e6, width=32), min_size=1, max_size=40))
+def test_the_work_of_a_row_of_calls_is_each_call_s(xs):
+    """A chunk's calls counted at once (the kernel layer's ``scalar_exp_calls``): per element, the
+    independent halving count's ALU work, and one division more for a negative argument."""
+    alu, div = scalar_exp_work_array(np.array(xs))
+    ks = np.array([independent_steps(x) for x in xs])
+    assert (np.diff(alu - (EXP_ALU_PER_HALVING + EXP_ALU_PER_SQUARING) * ks) == 0).all()
+    assert (div - np.array([x < 0 for x in xs]) == div[0] - (xs[0] < 0)).all()
+    assert list(zip(alu.tolist(), div.tolist(), strict=True)) == [scalar_exp_work(x) for x in xs]

@@ -43,28 +43,20 @@ def touch(cache: DataCache, records: list) -> bytes:
     out: list[bytes] = []
     addrs: list[int] = []
     sizes: list[int] = []
-    blocks: list[tuple] = []     # (addresses, one size or sizes) in program order, the lists' run included
+    blocks: list[tuple] = []     # Block tuples (_row_block) in program order, the lists' run included
 
     def flush_lists() -> None:
         if addrs:
             one = sizes[0]
-            blocks.append((np.array(addrs, np.int64), one if sizes.count(one) == len(sizes) else np.array(sizes)))
+            blocks.append((np.array(addrs, np.int64), one if sizes.count(one) == len(sizes) else np.array(sizes),
+                           None, len(addrs)))
             addrs.clear()
             sizes.clear()
 
     def flush() -> None:
         flush_lists()
-        if len(blocks) > 1:
-            a = np.concatenate([b[0] for b in blocks])
-            each = [b[1] for b in blocks]
-            if all(type(x) is int for x in each) and each.count(each[0]) == len(each):
-                nb = each[0]
-            else:
-                nb = np.concatenate([np.full(len(b[0]), b[1], np.int64) if type(b[1]) is int else b[1]
-                                     for b in blocks])
-            blocks[:] = [(a, nb)]
         if blocks:
-            out.append(cache.pattern_of(*blocks[0]))
+            out.append(_pattern_of_blocks(cache, blocks))
             blocks.clear()
 
     for rec in records:
@@ -76,10 +68,10 @@ def touch(cache: DataCache, records: list) -> bytes:
             gm = rec.gm
             if type(gm) is GmRows and rec.n:
                 flush_lists()
-                blocks.append((_row_addresses([gm.row(i) for i in range(rec.n)]), int(gm.nbytes)))
+                blocks.append(_row_block([gm.row(i) for i in range(rec.n)], int(gm.nbytes), cache.line_bytes))
             elif type(gm) is GmStrided:
                 flush_lists()
-                blocks.append((gm.start + gm.step * np.arange(rec.n, dtype=np.int64), int(gm.nbytes)))
+                blocks.append(_strided_block(gm, rec.n, cache.line_bytes))
             else:
                 for i in range(rec.n):
                     for acc in gm(i):
@@ -107,6 +99,70 @@ def touch_walk(cache: DataCache, records: list) -> bytes:
             if accesses:
                 out += cache.pattern(accesses)
     return bytes(out)
+
+
+def _pattern_of_blocks(cache: DataCache, blocks: list[tuple]) -> bytes:
+    """:meth:`DataCache.pattern_of` of ``blocks`` (:func:`_row_block` tuples) as one sequence of
+    accesses, each compressed block's left-out accesses counted as the hits they are."""
+    if len(blocks) == 1:
+        a, nb = blocks[0][:2]
+    else:
+        a = np.concatenate([b[0] for b in blocks])
+        each = [b[1] for b in blocks]
+        if all(type(x) is int for x in each) and each.count(each[0]) == len(each):
+            nb = each[0]
+        else:
+            nb = np.concatenate([np.full(len(b[0]), b[1], np.int64) if type(b[1]) is int else b[1] for b in blocks])
+    got = cache.pattern_of(a, nb)
+    if all(b[2] is None for b in blocks):
+        return got
+    n, at, offset = sum(b[3] for b in blocks), [], 0
+    for b in blocks:
+        at.append(np.arange(offset, offset + b[3]) if b[2] is None else b[2] + offset)
+        offset += b[3]
+    full = np.ones(n, np.uint8)
+    full[np.concatenate(at)] = np.frombuffer(got, np.uint8)
+    cache.hits += n - len(a)
+    return full.tobytes()
+
+
+def _row_block(rows: list[range], nbytes: int, line_bytes: int) -> tuple:
+    """A GmRows loop's accesses as a block ``(addresses, nbytes, at, n)`` of ``n`` accesses: compressed
+    (:func:`_contiguous`) where it can be, else every address (``at`` None)."""
+    r0 = rows[0]
+    m = len(r0)
+    if m and r0.step == nbytes and all(r.step == nbytes and len(r) == m for r in rows):
+        block = _contiguous(np.fromiter((r.start for r in rows), np.int64, len(rows)), m, nbytes, line_bytes)
+        if block is not None:
+            return block
+    return _row_addresses(rows), nbytes, None, sum(len(r) for r in rows)
+
+
+def _strided_block(gm: GmStrided, n: int, line_bytes: int) -> tuple:
+    """A GmStrided loop's ``n`` accesses as a block (see :func:`_row_block`): one row when contiguous."""
+    block = None
+    if gm.step == gm.nbytes:
+        block = _contiguous(np.array([gm.start], np.int64), n, int(gm.nbytes), line_bytes)
+    return block or (gm.start + gm.step * np.arange(n, dtype=np.int64), int(gm.nbytes), None, n)
+
+
+def _contiguous(starts: np.ndarray, m: int, nbytes: int, lb: int) -> tuple | None:
+    """Rows of ``m`` contiguous accesses of ``nbytes`` from ``starts``, compressed: of each run of
+    accesses within one line only the first is kept (``at``: where the kept ones stand among all).
+    The rest hit, touch no LRU order and leave the line the previous access ended in unchanged
+    (:meth:`DataCache.pattern`'s within-line test), so the kept ones are looked up exactly as in the
+    full sequence: a row of 128 2-byte reads is 4 or 5 lookups instead of an array of 128 (split
+    V-tiles read K and Q rows and the state this way). None unless ``nbytes`` is a power of two
+    dividing the line (a power of two) and every start a multiple of it: no access crosses a line."""
+    if m < 1 or nbytes < 1 or nbytes & (nbytes - 1) or lb % nbytes or lb & (lb - 1) or (starts & (nbytes - 1)).any():
+        return None
+    shift = lb.bit_length() - 1
+    first = starts >> shift
+    runs = ((starts + (m - 1) * nbytes) >> shift) - first + 1      # the lines each row touches
+    row = np.repeat(np.arange(len(starts)), runs)
+    j = np.arange(len(row)) - np.repeat(np.cumsum(runs) - runs, runs)    # a line's place in its row
+    addr = np.where(j == 0, starts[row], (first[row] + j) << shift)
+    return addr, nbytes, row * m + (addr - starts[row]) // nbytes, len(starts) * m
 
 
 def _row_addresses(rows: list[range]) -> np.ndarray:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+import numpy as np
+
 from cgdr_des.isa import (
     HARD_EVENTS,
     DataCopyParams,
@@ -23,7 +25,7 @@ from cgdr_des.isa import (
     VecOp,
     WaitFlag,
 )
-from cgdr_des.numerics.scalar_exp import scalar_exp_work
+from cgdr_des.numerics.scalar_exp import scalar_exp_work, scalar_exp_work_array
 
 PB_V = PipeBarrier("V")
 PB_ALL = PipeBarrier("ALL")
@@ -73,6 +75,13 @@ def scalar_exp_call(arg: float) -> Scalar:
     """One ScalarExp(arg) on the scalar unit, with the ALU and division work it declares."""
     alu, div = scalar_exp_work(arg)
     return Scalar("exp", 1, arg, alu, div)
+
+
+def scalar_exp_calls(args) -> list[Scalar]:
+    """:func:`scalar_exp_call` of each of ``args`` (a row of a chunk's arguments), the work counted at once."""
+    args = np.asarray(args, dtype=np.float64).ravel()
+    alu, div = scalar_exp_work_array(args)
+    return [Scalar("exp", 1, a, n, d) for a, n, d in zip(args.tolist(), alu.tolist(), div.tolist(), strict=True)]
 
 
 def loop(core, out: list, n: int, body, gm=None, exp=None) -> None:

@@ -31,7 +31,7 @@ from cgdr_des.kernel.emit import (
     gm_store,
     loop,
     scalar,
-    scalar_exp_call,
+    scalar_exp_calls,
     vec,
 )
 from cgdr_des.kernel.fast_paths import UINT16_MAX
@@ -315,7 +315,7 @@ def _update_state_records(core, ch, out: list) -> None:
     out += [UB_LOAD, *S_V]
     for d in range(sh.dk):
         out += [vec("Muls", V, s0 + FP32_BYTES * d * V, s0 + FP32_BYTES * d * V), PB_V]
-    exps = [scalar_exp_call(float(a)) for a in _exp_args(core, ch)[0]]
+    exps = scalar_exp_calls(_exp_args(core, ch)[0])
 
     def k_row(i: int) -> range:
         return gm.addrs("key", ((ch.t_start + i) * sh.nk + ch.qk_head) * sh.dk, sh.dk)

@@ -91,6 +91,19 @@ def scalar_exp_work(x: float) -> tuple[int, int]:
     return n_alu, EXP_DIV_PER_TERM * TAYLOR_TERMS + (1 if x < 0 else 0)
 
 
+def scalar_exp_work_array(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`scalar_exp_work` of every element of ``x`` at once (the same counts, element by element;
+    the first non-finite element raises the same diagnostic): a chunk's L calls in one numpy pass
+    rather than L passes over 0-d arrays."""
+    x = np.asarray(x, dtype=np.float64)
+    val = x.astype(np.float32)
+    if not np.all(np.isfinite(val)):
+        _diagnose_non_finite(float(x[~np.isfinite(val)].flat[0]))
+    k = _steps(np.abs(val))
+    n_alu = EXP_FIXED_ALU + (EXP_ALU_PER_HALVING + EXP_ALU_PER_SQUARING) * k + EXP_ALU_PER_TERM * TAYLOR_TERMS
+    return n_alu, EXP_DIV_PER_TERM * TAYLOR_TERMS + (x < 0)
+
+
 def _steps(absval: np.ndarray) -> np.ndarray:
     """Halving count for non-negative finite float32 values, without a loop.
 

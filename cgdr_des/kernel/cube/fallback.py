@@ -15,7 +15,7 @@ from cgdr_des.kernel.cube import blocks as bk
 from cgdr_des.kernel.cube.numerics import g_prefix_scan
 from cgdr_des.kernel.cube.phases import scale_k_beta_rows
 from cgdr_des.kernel.cube.vtile import write_state
-from cgdr_des.kernel.emit import ALU, PB_V, UB_LOAD, UB_STORE, V_S, gm_load, loop, scalar, scalar_exp_call, vec
+from cgdr_des.kernel.emit import ALU, PB_V, UB_LOAD, UB_STORE, V_S, gm_load, loop, scalar, scalar_exp_calls, vec
 from cgdr_des.kernel.tiling import CHUNK_SIZE as CS
 from cgdr_des.kernel.tiling import FP32_BYTES
 
@@ -133,7 +133,7 @@ def state_update_vector(core, ch, v_i: int, cv: int, out: list) -> None:
     s0 = ub["stateIn"]
     out.append(UB_LOAD)
     out += [x for d in range(sh.dk) for x in (vec("Muls", V, s0 + FP32_BYTES * d * V, s0 + FP32_BYTES * d * V), PB_V)]
-    exps = [scalar_exp_call(float(a)) for a in _exp_args(core, ch)]
+    exps = scalar_exp_calls(_exp_args(core, ch))
 
     def k_row(i: int) -> range:
         return range(core.row_addr("key", ch.t_start + i, ch.qk_head), core.row_addr("key", ch.t_start + i,
