@@ -10,6 +10,8 @@ miss's ``in_l2`` and the L2 lines.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -17,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cgdr_des
+from cgdr_des.hw import gm_traffic
 from cgdr_des.hw.dcache import DataCache, L2Lines
 from cgdr_des.hw.phase import PhaseCompiler, touch, touch_walk
 from cgdr_des.isa import DataCopyParams, Dma, GmRows, GmStrided, Repeat, Scalar, ScalarGm
@@ -161,7 +164,21 @@ contiguous_strided = st.builds(lambda n, start, nbytes: Repeat(n, lambda i: [Sca
 def test_contiguous_rows_kept_one_access_a_line_are_the_walk(batch, capacity, l2):
     """Rows and strided loops of contiguous accesses, which :func:`touch` keeps one access per line of
     (aligned or not, rows meeting in a line or not, next to single accesses and DataCopy calls): the
-    walk's outcome bytes and cache, the left-out accesses counted as hits."""
-    ref, mine = _cache(capacity, l2), _cache(capacity, l2)
-    assert touch(mine, batch) == touch_walk(ref, batch)
-    assert _state(mine) == _state(ref)
+    walk's outcome bytes and cache, the left-out accesses counted as hits; through the cache's array
+    path and through its walk alike (``SMALL_BLOCKS``: below it, few accesses take the walk)."""
+    ref = _cache(capacity, l2)
+    want = touch_walk(ref, batch)
+    for small in (0, 10**6):
+        mine = _cache(capacity, l2)
+        with _small_blocks(small):
+            assert touch(mine, batch) == want
+        assert _state(mine) == _state(ref)
+
+
+@contextmanager
+def _small_blocks(n: int):
+    old, gm_traffic.SMALL_BLOCKS = gm_traffic.SMALL_BLOCKS, n
+    try:
+        yield
+    finally:
+        gm_traffic.SMALL_BLOCKS = old

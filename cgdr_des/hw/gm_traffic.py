@@ -48,8 +48,7 @@ def touch(cache: DataCache, records: list) -> bytes:
     def flush_lists() -> None:
         if addrs:
             one = sizes[0]
-            blocks.append((np.array(addrs, np.int64), one if sizes.count(one) == len(sizes) else np.array(sizes),
-                           None, len(addrs)))
+            blocks.append((addrs[:], one if sizes.count(one) == len(sizes) else sizes[:], None, len(addrs)))
             addrs.clear()
             sizes.clear()
 
@@ -101,29 +100,64 @@ def touch_walk(cache: DataCache, records: list) -> bytes:
     return bytes(out)
 
 
+#: up to this many looked-at accesses, a block list goes through :meth:`DataCache.pattern` as tuples: numpy's
+#: fixed cost per call (a dozen array operations in :meth:`DataCache.pattern_of`) outweighs the walk there
+SMALL_BLOCKS = 48
+
+
 def _pattern_of_blocks(cache: DataCache, blocks: list[tuple]) -> bytes:
-    """:meth:`DataCache.pattern_of` of ``blocks`` (:func:`_row_block` tuples) as one sequence of
-    accesses, each compressed block's left-out accesses counted as the hits they are."""
-    if len(blocks) == 1:
-        a, nb = blocks[0][:2]
+    """:meth:`DataCache.pattern_of` of ``blocks`` (:func:`_row_block` tuples; addresses and sizes as
+    arrays or lists) as one sequence of accesses, each compressed block's left-out accesses counted as
+    the hits they are. Few accesses go through :meth:`DataCache.pattern` instead (the same outcomes)."""
+    kept = sum(len(b[0]) for b in blocks)
+    if kept <= SMALL_BLOCKS:
+        got = cache.pattern([acc for b in blocks for acc in _pairs(b)])
     else:
-        a = np.concatenate([b[0] for b in blocks])
+        a = np.concatenate([np.asarray(b[0], np.int64) for b in blocks])
         each = [b[1] for b in blocks]
         if all(type(x) is int for x in each) and each.count(each[0]) == len(each):
             nb = each[0]
         else:
-            nb = np.concatenate([np.full(len(b[0]), b[1], np.int64) if type(b[1]) is int else b[1] for b in blocks])
-    got = cache.pattern_of(a, nb)
+            nb = np.concatenate([np.full(len(b[0]), b[1], np.int64) if type(b[1]) is int else np.asarray(b[1], np.int64)
+                                 for b in blocks])
+        got = cache.pattern_of(a, nb)
     if all(b[2] is None for b in blocks):
         return got
-    n, at, offset = sum(b[3] for b in blocks), [], 0
+    n = sum(b[3] for b in blocks)
+    cache.hits += n - kept
+    return _expand_small(blocks, got, n) if kept <= SMALL_BLOCKS else _expand(blocks, got, n)
+
+
+def _expand(blocks: list[tuple], got: bytes, n: int) -> bytes:
+    """The ``n`` outcome bytes of ``blocks`` from ``got``, those of their kept accesses; the rest hits."""
+    at, offset = [], 0
     for b in blocks:
-        at.append(np.arange(offset, offset + b[3]) if b[2] is None else b[2] + offset)
+        at.append(np.arange(offset, offset + b[3]) if b[2] is None else np.asarray(b[2]) + offset)
         offset += b[3]
     full = np.ones(n, np.uint8)
     full[np.concatenate(at)] = np.frombuffer(got, np.uint8)
-    cache.hits += n - len(a)
     return full.tobytes()
+
+
+def _expand_small(blocks: list[tuple], got: bytes, n: int) -> bytes:
+    """:func:`_expand` for a few kept accesses, without numpy's fixed costs."""
+    full, k, offset = bytearray(b"\x01") * n, 0, 0
+    for b in blocks:
+        at = range(b[3]) if b[2] is None else b[2].tolist() if type(b[2]) is np.ndarray else b[2]
+        for pos in at:
+            full[offset + pos] = got[k]
+            k += 1
+        offset += b[3]
+    return bytes(full)
+
+
+def _pairs(block: tuple) -> list[tuple]:
+    """A block's kept accesses as ``(addr, nbytes)`` tuples."""
+    addr, nb = block[0], block[1]
+    addr = addr.tolist() if type(addr) is np.ndarray else addr
+    if type(nb) is int:
+        return [(a, nb) for a in addr]
+    return list(zip(addr, nb.tolist() if type(nb) is np.ndarray else nb, strict=True))
 
 
 def _row_block(rows: list[range], nbytes: int, line_bytes: int) -> tuple:
@@ -139,11 +173,14 @@ def _row_block(rows: list[range], nbytes: int, line_bytes: int) -> tuple:
 
 
 def _strided_block(gm: GmStrided, n: int, line_bytes: int) -> tuple:
-    """A GmStrided loop's ``n`` accesses as a block (see :func:`_row_block`): one row when contiguous."""
-    block = None
-    if gm.step == gm.nbytes:
-        block = _contiguous(np.array([gm.start], np.int64), n, int(gm.nbytes), line_bytes)
-    return block or (gm.start + gm.step * np.arange(n, dtype=np.int64), int(gm.nbytes), None, n)
+    """A GmStrided loop's ``n`` accesses as a block (see :func:`_row_block`): one row when contiguous,
+    compressed in plain Python (a row is a handful of lines; numpy's fixed costs would dominate)."""
+    nb, lb, start = int(gm.nbytes), line_bytes, gm.start
+    if (gm.step == nb and n >= 1 and nb >= 1 and not nb & (nb - 1) and not lb % nb and not lb & (lb - 1)
+            and not start & (nb - 1)):
+        addr = [start, *range((start // lb + 1) * lb, start + n * nb, lb)]
+        return addr, nb, [(a - start) // nb for a in addr], n
+    return start + gm.step * np.arange(n, dtype=np.int64), nb, None, n
 
 
 def _contiguous(starts: np.ndarray, m: int, nbytes: int, lb: int) -> tuple | None:
