@@ -15,7 +15,11 @@ revision's first, so the current tree's run sees the machine no quieter): the sp
 the cache off, and ``simulate`` of scenarios/qwen3_next_gqa_a2.toml. Each child reports its own CPU
 time and wall time and a digest of its result; the digests must be equal (the speed-up changes no
 number).
-Usage: python analysis/benchmarks/bench_calibration.py [--before REV] [--only-split] [PROFILE ...]
+Table 3 (``--before REV --paired N``). The speed of the shared VM drifts by up to 2x within minutes, so
+one run per tree can read either way. Here a split launch (atlas-a2-910b2, (2, 4, 128, 128), five
+sequences, ``phase``, timing only) is simulated by two live child processes, one per tree, taking
+turns N times; the median of the N per-round CPU ratios is printed, and every makespan must agree.
+Usage: python analysis/benchmarks/bench_calibration.py [--before REV [--paired N]] [--only-split] [PROFILE ...]
 """
 
 from __future__ import annotations
@@ -146,13 +150,65 @@ def side_by_side(rev: str) -> None:
             assert old["digest"] == new["digest"]
 
 
+#: Table 3's child: simulates the split launch once per line read, prints its CPU seconds and makespan.
+PAIRED_CHILD = r"""
+import json, sys, time
+import cgdr_des
+from cgdr_des.scenario import Scenario
+sc = Scenario.from_dict({"name": "paired", "hardware": {"profile": "atlas-a2-910b2",
+                         "overrides": {"flag_double_set": "counter"}},
+                         "shape": {"nk": 2, "nv": 4, "dk": 128, "dv": 128},
+                         "workload": {"lengths": [700, 300, 129, 64, 1000]},
+                         "sim": {"numerics": "off", "trace": False, "fidelity": "phase"}})
+for _ in sys.stdin:
+    c0 = time.process_time()
+    res = cgdr_des.simulate(sc)
+    print(json.dumps([time.process_time() - c0, int(res.summary["makespan_cycles"].iloc[0])]), flush=True)
+"""
+
+
+def paired(rev: str, rounds: int) -> None:
+    """Table 3: the split launch on ``rev`` and on this tree, in turns, ``rounds`` times."""
+    import statistics
+
+    with tempfile.TemporaryDirectory() as tmp:
+        short = export(rev, Path(tmp))
+        procs = [subprocess.Popen([sys.executable, "-c", PAIRED_CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  text=True, cwd=tempfile.gettempdir(),
+                                  env={**os.environ, "PYTHONPATH": str(tree), "CGDR_DES_CACHE": "off"})
+                 for tree in (Path(tmp), ROOT)]
+        cpu: list[list[float]] = [[], []]
+        for _ in range(rounds):
+            spans = set()
+            for k, proc in enumerate(procs):
+                proc.stdin.write("go\n")
+                proc.stdin.flush()
+                seconds, makespan = json.loads(proc.stdout.readline())
+                cpu[k].append(seconds)
+                spans.add(makespan)
+            assert len(spans) == 1, spans
+        for proc in procs:
+            proc.stdin.close()
+            proc.wait()
+    ratio = statistics.median(a / b for a, b in zip(*cpu, strict=True))
+    print(f"\nsplit launch, {rounds} rounds in turns: before ({short}) median {statistics.median(cpu[0]):.2f} s CPU, "
+          f"this tree {statistics.median(cpu[1]):.2f} s; median of the per-round ratios {ratio:.2f}x; "
+          f"makespans identical ({spans.pop():,} cycles)")
+
+
 def main(argv: list[str]) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("profiles", nargs="*", help="shipped profiles for table 1 (default: all)")
     ap.add_argument("--before", metavar="REV", help="also time the split calibration and the GQA run on REV")
+    ap.add_argument("--paired", type=int, metavar="N", help="with --before: table 3 only, N rounds in turns")
     ap.add_argument("--only-split", action="store_true", help="table 1: the split shape only")
     ap.add_argument("--no-table", action="store_true", help="skip table 1")
     args = ap.parse_args(argv)
+    if args.paired:
+        if not args.before:
+            ap.error("--paired needs --before REV")
+        paired(args.before, args.paired)
+        return
     if not args.no_table:
         from cgdr_des.hw import list_profiles
 
