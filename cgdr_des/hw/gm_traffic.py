@@ -10,6 +10,8 @@ access by access, the reference the array pass is tested against (tests/test_pha
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from cgdr_des.hw.dcache import DataCache
@@ -43,12 +45,12 @@ def touch(cache: DataCache, records: list) -> bytes:
     out: list[bytes] = []
     addrs: list[int] = []
     sizes: list[int] = []
-    blocks: list[tuple] = []     # Block tuples (_row_block) in program order, the lists' run included
+    blocks: list[Block] = []     # in program order, the lists' run included
 
     def flush_lists() -> None:
         if addrs:
             one = sizes[0]
-            blocks.append((addrs[:], one if sizes.count(one) == len(sizes) else sizes[:], None, len(addrs)))
+            blocks.append(Block(addrs[:], one if sizes.count(one) == len(sizes) else sizes[:], None, len(addrs)))
             addrs.clear()
             sizes.clear()
 
@@ -100,68 +102,79 @@ def touch_walk(cache: DataCache, records: list) -> bytes:
     return bytes(out)
 
 
+class Block(NamedTuple):
+    """``n`` scalar accesses in program order, of which those at ``addr`` (sizes ``nbytes``: one int for
+    all, or one each) are looked up; ``at``: where those stand among the ``n`` (None: all are there).
+    The others hit within the line the access before them ended in (:func:`_contiguous`)."""
+
+    addr: np.ndarray | list
+    nbytes: int | np.ndarray | list
+    at: np.ndarray | list | None
+    n: int
+
+
 #: up to this many looked-at accesses, a block list goes through :meth:`DataCache.pattern` as tuples: numpy's
 #: fixed cost per call (a dozen array operations in :meth:`DataCache.pattern_of`) outweighs the walk there
 SMALL_BLOCKS = 48
 
 
-def _pattern_of_blocks(cache: DataCache, blocks: list[tuple]) -> bytes:
-    """:meth:`DataCache.pattern_of` of ``blocks`` (:func:`_row_block` tuples; addresses and sizes as
-    arrays or lists) as one sequence of accesses, each compressed block's left-out accesses counted as
-    the hits they are. Few accesses go through :meth:`DataCache.pattern` instead (the same outcomes)."""
-    kept = sum(len(b[0]) for b in blocks)
+def _pattern_of_blocks(cache: DataCache, blocks: list[Block]) -> bytes:
+    """:meth:`DataCache.pattern_of` of ``blocks`` as one sequence of accesses, each block's left-out
+    accesses counted as the hits they are. Few accesses go through :meth:`DataCache.pattern` instead
+    (the same outcomes)."""
+    kept = sum(len(b.addr) for b in blocks)
     if kept <= SMALL_BLOCKS:
         got = cache.pattern([acc for b in blocks for acc in _pairs(b)])
     else:
-        a = np.concatenate([np.asarray(b[0], np.int64) for b in blocks])
-        each = [b[1] for b in blocks]
+        a = np.concatenate([np.asarray(b.addr, np.int64) for b in blocks])
+        each = [b.nbytes for b in blocks]
         if all(type(x) is int for x in each) and each.count(each[0]) == len(each):
             nb = each[0]
         else:
-            nb = np.concatenate([np.full(len(b[0]), b[1], np.int64) if type(b[1]) is int else np.asarray(b[1], np.int64)
-                                 for b in blocks])
+            nb = np.concatenate([np.full(len(b.addr), b.nbytes, np.int64) if type(b.nbytes) is int
+                                 else np.asarray(b.nbytes, np.int64) for b in blocks])
         got = cache.pattern_of(a, nb)
-    if all(b[2] is None for b in blocks):
+    if all(b.at is None for b in blocks):
         return got
-    n = sum(b[3] for b in blocks)
+    n = sum(b.n for b in blocks)
     cache.hits += n - kept
     return _expand_small(blocks, got, n) if kept <= SMALL_BLOCKS else _expand(blocks, got, n)
 
 
-def _expand(blocks: list[tuple], got: bytes, n: int) -> bytes:
+def _expand(blocks: list[Block], got: bytes, n: int) -> bytes:
     """The ``n`` outcome bytes of ``blocks`` from ``got``, those of their kept accesses; the rest hits."""
     at, offset = [], 0
     for b in blocks:
-        at.append(np.arange(offset, offset + b[3]) if b[2] is None else np.asarray(b[2]) + offset)
-        offset += b[3]
+        at.append(np.arange(offset, offset + b.n) if b.at is None else np.asarray(b.at) + offset)
+        offset += b.n
     full = np.ones(n, np.uint8)
     full[np.concatenate(at)] = np.frombuffer(got, np.uint8)
     return full.tobytes()
 
 
-def _expand_small(blocks: list[tuple], got: bytes, n: int) -> bytes:
+def _expand_small(blocks: list[Block], got: bytes, n: int) -> bytes:
     """:func:`_expand` for a few kept accesses, without numpy's fixed costs."""
     full, k, offset = bytearray(b"\x01") * n, 0, 0
     for b in blocks:
-        at = range(b[3]) if b[2] is None else b[2].tolist() if type(b[2]) is np.ndarray else b[2]
+        at = range(b.n) if b.at is None else b.at.tolist() if type(b.at) is np.ndarray else b.at
         for pos in at:
             full[offset + pos] = got[k]
             k += 1
-        offset += b[3]
+        offset += b.n
     return bytes(full)
 
 
-def _pairs(block: tuple) -> list[tuple]:
+def _pairs(block: Block) -> list[tuple]:
     """A block's kept accesses as ``(addr, nbytes)`` tuples."""
-    addr, nb = block[0], block[1]
+    addr, nb = block.addr, block.nbytes
     addr = addr.tolist() if type(addr) is np.ndarray else addr
     if type(nb) is int:
         return [(a, nb) for a in addr]
     return list(zip(addr, nb.tolist() if type(nb) is np.ndarray else nb, strict=True))
 
 
-def _row_block(rows: list[range], nbytes: int, line_bytes: int) -> tuple:
-    """A GmRows loop's accesses as a block ``(addresses, nbytes, at, n)`` of ``n`` accesses: compressed
+def _row_block(rows: list[range], nbytes: int, line_bytes: int) -> Block:
+    """A GmRows loop's accesses as a :class:`Block`: compressed
     (:func:`_contiguous`) where it can be, else every address (``at`` None)."""
     r0 = rows[0]
     m = len(r0)
@@ -169,21 +182,21 @@ def _row_block(rows: list[range], nbytes: int, line_bytes: int) -> tuple:
         block = _contiguous(np.fromiter((r.start for r in rows), np.int64, len(rows)), m, nbytes, line_bytes)
         if block is not None:
             return block
-    return _row_addresses(rows), nbytes, None, sum(len(r) for r in rows)
+    return Block(_row_addresses(rows), nbytes, None, sum(len(r) for r in rows))
 
 
-def _strided_block(gm: GmStrided, n: int, line_bytes: int) -> tuple:
+def _strided_block(gm: GmStrided, n: int, line_bytes: int) -> Block:
     """A GmStrided loop's ``n`` accesses as a block (see :func:`_row_block`): one row when contiguous,
     compressed in plain Python (a row is a handful of lines; numpy's fixed costs would dominate)."""
     nb, lb, start = int(gm.nbytes), line_bytes, gm.start
     if (gm.step == nb and n >= 1 and nb >= 1 and not nb & (nb - 1) and not lb % nb and not lb & (lb - 1)
             and not start & (nb - 1)):
         addr = [start, *range((start // lb + 1) * lb, start + n * nb, lb)]
-        return addr, nb, [(a - start) // nb for a in addr], n
-    return start + gm.step * np.arange(n, dtype=np.int64), nb, None, n
+        return Block(addr, nb, [(a - start) // nb for a in addr], n)
+    return Block(start + gm.step * np.arange(n, dtype=np.int64), nb, None, n)
 
 
-def _contiguous(starts: np.ndarray, m: int, nbytes: int, lb: int) -> tuple | None:
+def _contiguous(starts: np.ndarray, m: int, nbytes: int, lb: int) -> Block | None:
     """Rows of ``m`` contiguous accesses of ``nbytes`` from ``starts``, compressed: of each run of
     accesses within one line only the first is kept (``at``: where the kept ones stand among all).
     The rest hit, touch no LRU order and leave the line the previous access ended in unchanged
@@ -199,7 +212,7 @@ def _contiguous(starts: np.ndarray, m: int, nbytes: int, lb: int) -> tuple | Non
     row = np.repeat(np.arange(len(starts)), runs)
     j = np.arange(len(row)) - np.repeat(np.cumsum(runs) - runs, runs)    # a line's place in its row
     addr = np.where(j == 0, starts[row], (first[row] + j) << shift)
-    return addr, nbytes, row * m + (addr - starts[row]) // nbytes, len(starts) * m
+    return Block(addr, nbytes, row * m + (addr - starts[row]) // nbytes, len(starts) * m)
 
 
 def _row_addresses(rows: list[range]) -> np.ndarray:
