@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tarfile
@@ -169,8 +170,6 @@ for _ in sys.stdin:
 
 def paired(rev: str, rounds: int) -> None:
     """Table 3: the split launch on ``rev`` and on this tree, in turns, ``rounds`` times."""
-    import statistics
-
     with tempfile.TemporaryDirectory() as tmp:
         short = export(rev, Path(tmp))
         procs = [subprocess.Popen([sys.executable, "-c", PAIRED_CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,

@@ -189,8 +189,7 @@ def _strided_block(gm: GmStrided, n: int, line_bytes: int) -> Block:
     """A GmStrided loop's ``n`` accesses as a block (see :func:`_row_block`): one row when contiguous,
     compressed in plain Python (a row is a handful of lines; numpy's fixed costs would dominate)."""
     nb, lb, start = int(gm.nbytes), line_bytes, gm.start
-    if (gm.step == nb and n >= 1 and nb >= 1 and not nb & (nb - 1) and not lb % nb and not lb & (lb - 1)
-            and not start & (nb - 1)):
+    if gm.step == nb and n >= 1 and _within_lines(nb, lb) and not start & (nb - 1):
         addr = [start, *range((start // lb + 1) * lb, start + n * nb, lb)]
         return Block(addr, nb, [(a - start) // nb for a in addr], n)
     return Block(start + gm.step * np.arange(n, dtype=np.int64), nb, None, n)
@@ -204,7 +203,7 @@ def _contiguous(starts: np.ndarray, m: int, nbytes: int, lb: int) -> Block | Non
     full sequence: a row of 128 2-byte reads is 4 or 5 lookups instead of an array of 128 (split
     V-tiles read K and Q rows and the state this way). None unless ``nbytes`` is a power of two
     dividing the line (a power of two) and every start a multiple of it: no access crosses a line."""
-    if m < 1 or nbytes < 1 or nbytes & (nbytes - 1) or lb % nbytes or lb & (lb - 1) or (starts & (nbytes - 1)).any():
+    if m < 1 or not _within_lines(nbytes, lb) or (starts & (nbytes - 1)).any():
         return None
     shift = lb.bit_length() - 1
     first = starts >> shift
@@ -213,6 +212,12 @@ def _contiguous(starts: np.ndarray, m: int, nbytes: int, lb: int) -> Block | Non
     j = np.arange(len(row)) - np.repeat(np.cumsum(runs) - runs, runs)    # a line's place in its row
     addr = np.where(j == 0, starts[row], (first[row] + j) << shift)
     return Block(addr, nbytes, row * m + (addr - starts[row]) // nbytes, len(starts) * m)
+
+
+def _within_lines(nbytes: int, lb: int) -> bool:
+    """Whether accesses of ``nbytes`` at multiples of it never cross a line of ``lb`` bytes, and lines can be
+    found by shifts: both powers of two, ``nbytes`` at most ``lb``."""
+    return nbytes >= 1 and not nbytes & (nbytes - 1) and not lb & (lb - 1) and not lb % nbytes
 
 
 def _row_addresses(rows: list[range]) -> np.ndarray:

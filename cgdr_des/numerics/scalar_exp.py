@@ -86,9 +86,7 @@ def scalar_exp_steps(x: float) -> int:
 def scalar_exp_work(x: float) -> tuple[int, int]:
     """``(ALU operations, divisions)`` one ``ScalarExp(x)`` performs (KernelDiagnostic if ``x`` is
     not finite: the device would never return)."""
-    k = scalar_exp_steps(x)
-    n_alu = EXP_FIXED_ALU + (EXP_ALU_PER_HALVING + EXP_ALU_PER_SQUARING) * k + EXP_ALU_PER_TERM * TAYLOR_TERMS
-    return n_alu, EXP_DIV_PER_TERM * TAYLOR_TERMS + (1 if x < 0 else 0)
+    return _work(scalar_exp_steps(x), 1 if x < 0 else 0)
 
 
 def scalar_exp_work_array(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -99,9 +97,14 @@ def scalar_exp_work_array(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     val = x.astype(np.float32)
     if not np.all(np.isfinite(val)):
         _diagnose_non_finite(float(x[~np.isfinite(val)].flat[0]))
-    k = _steps(np.abs(val))
+    return _work(_steps(np.abs(val)), x < 0)
+
+
+def _work(k, negative):
+    """``(ALU operations, divisions)`` of calls with ``k`` halvings, ``negative`` (1 or True) adding the
+    reciprocal: ints or arrays alike."""
     n_alu = EXP_FIXED_ALU + (EXP_ALU_PER_HALVING + EXP_ALU_PER_SQUARING) * k + EXP_ALU_PER_TERM * TAYLOR_TERMS
-    return n_alu, EXP_DIV_PER_TERM * TAYLOR_TERMS + (x < 0)
+    return n_alu, EXP_DIV_PER_TERM * TAYLOR_TERMS + negative
 
 
 def _steps(absval: np.ndarray) -> np.ndarray:
