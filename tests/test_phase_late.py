@@ -15,9 +15,10 @@ import pytest
 
 from cgdr_des.hw import load_profile
 from cgdr_des.hw.compute_run import RunTiming
+from cgdr_des.hw.dcache import DataCache, data_cache
 from cgdr_des.hw.machine import Machine
 from cgdr_des.hw.phase import PhaseCompiler, PhaseRecorder, TimedMacro, balanced, is_compute, late_numbers
-from cgdr_des.isa import Macro, PipeBarrier, VecOp
+from cgdr_des.isa import Macro, PipeBarrier, Repeat, VecOp
 from cgdr_des.kernel.functional import make_launch
 from cgdr_des.kernel.launch import Shape
 from cgdr_des.kernel.program import core_program
@@ -44,14 +45,15 @@ BOUNDED = {
 }
 
 
-def kernel_runs(variant: str) -> list[list]:
-    """The distinct compute runs (balanced, two records or more) of a 70-token, dk = dv = 64 item."""
+def kernel_runs(variant: str, repeats: bool = False) -> list[list]:
+    """The distinct compute runs (balanced, two records or more) of a 70-token, dk = dv = 64 item
+    (``repeats``: with their loops as isa.Repeat records, as the phase compiler gets them)."""
     lengths = np.array([70])
     shape = Shape(1, 70, 1, 1, 64, 64, 0.125, True)
     g = np.full((70, 1), -0.01, np.float32)
     launch = make_launch(shape, lengths, g, None, numerics="off", ub_size=P.ub_usable_bytes, aiv_num=P.aiv_num,
                          **variant_fields(variant))
-    cap = PhaseRecorder()
+    cap = PhaseRecorder(repeats=repeats)
     for _ in core_program(launch, 0, stage=CompileStage(cap)):
         pass
     runs, seen = [], set()
@@ -89,6 +91,25 @@ def test_a_macro_behind_a_busy_v_ends_where_its_records_end(variant):
             (s_rep, v_rep), (s_rec, v_rec) = ends([*prefix, macro]), ends([*prefix, *run])
             assert abs(s_rep - s_rec) <= bound and abs(v_rep - v_rec) <= bound, (name, run[:3])
     assert late_runs >= 5       # runs whose S waits for V: the case the late numbers are for
+
+
+@pytest.mark.parametrize("late", [1, 300, 200_000])
+def test_a_scan_behind_a_busy_v_leaves_the_data_cache_as_the_idle_scan(late):
+    """What PhaseCompiler._late_whole relies on to keep no copy of the cache after a run: scanned with V
+    busy, the kernel's runs (loops as Repeats, extrapolated where steady) touch the data cache as
+    scanned with V idle, from the same warm cache: the same lines in LRU order, hits and misses."""
+    timer, warm = PhaseCompiler(P).timer, data_cache(P)
+    runs = kernel_runs("baseline", repeats=True)
+    assert sum(type(rec) is Repeat and rec.gm is not None for run in runs for rec in run) >= 3
+    for run in runs:
+        idle, busy = (DataCache(warm.line_bytes, warm.n_lines * warm.line_bytes) for _ in range(2))
+        for dc in (idle, busy):
+            dc.restore(warm.state())
+        a, _ = timer.scan(run, 0, idle)
+        b, _ = timer.scan(run, 0, busy, late, late)
+        assert (list(busy.lines), busy.hits, busy.misses) == (list(idle.lines), idle.hits, idle.misses)
+        assert b.s_cycles >= a.s_cycles
+        timer.scan(run, 0, warm)      # the next run meets the cache this one left
 
 
 def test_late_numbers_read_the_paths_from_v_start():

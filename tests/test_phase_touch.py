@@ -182,3 +182,31 @@ def _small_blocks(n: int):
         yield
     finally:
         gm_traffic.SMALL_BLOCKS = old
+
+
+access_lists = st.lists(st.tuples(st.integers(0, 1500), st.sampled_from([0, 1, 2, 3, 8, 64, 70, 200]), st.booleans()),
+                        max_size=40)
+
+
+@settings(max_examples=400, deadline=None)
+@given(access_lists, access_lists, st.sampled_from([64, 128, 256, 1024]), st.booleans(), st.integers(0, 10 ** 6))
+def test_pattern_if_is_pattern_on_a_match_and_nothing_otherwise(warm, batch, capacity, l2, where):
+    """DataCache.pattern_if against pattern: on the outcomes pattern gives, True and the cache pattern
+    leaves (lines in LRU order, counters, the last miss's in_l2); on outcomes differing in one access,
+    False and the cache as it was. Capacities of one line up make evictions reach lines the batch
+    itself touched."""
+    ref, mine = _cache(capacity, l2), _cache(capacity, l2)
+    for dc in (ref, mine):
+        if dc.l2 is not None:
+            dc.l2.moved([(a, n) for a, n, _ in warm[::2]])
+        dc.pattern(warm)
+    before = _state(mine)
+    want = ref.pattern(batch)
+    if batch:
+        k = where % len(batch)
+        wrong = want[:k] + bytes([(want[k] + 1) % 3]) + want[k + 1:]
+        assert not mine.pattern_if(batch, wrong)
+        assert _state(mine) == before
+    assert not mine.pattern_if(batch, want + b"\x01") and _state(mine) == before
+    assert mine.pattern_if(batch, want)
+    assert _state(mine) == _state(ref)

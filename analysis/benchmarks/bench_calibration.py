@@ -19,7 +19,10 @@ Table 3 (``--before REV --paired N``). The speed of the shared VM drifts by up t
 one run per tree can read either way. Here a split launch (atlas-a2-910b2, (2, 4, 128, 128), five
 sequences, ``phase``, timing only) is simulated by two live child processes, one per tree, taking
 turns N times; the median of the N per-round CPU ratios is printed, and every makespan must agree.
-Usage: python analysis/benchmarks/bench_calibration.py [--before REV [--paired N]] [--only-split] [PROFILE ...]
+``--job calibration`` pairs the item-cost calibration of the quick report's shape instead (its tables
+must agree).
+Usage: python analysis/benchmarks/bench_calibration.py [--before REV [--paired N [--job split|calibration]]]
+                                                          [--only-split] [PROFILE ...]
 """
 
 from __future__ import annotations
@@ -151,8 +154,11 @@ def side_by_side(rev: str) -> None:
             assert old["digest"] == new["digest"]
 
 
-#: Table 3's child: simulates the split launch once per line read, prints its CPU seconds and makespan.
-PAIRED_CHILD = r"""
+#: Table 3's children: each runs its job once per line read and prints its CPU seconds and a number
+#: both trees must agree on. ``split``: the split launch, its makespan; ``calibration``: the item-cost
+#: calibration of the quick report's shape ((8, 8, 64, 64) on the 300I Duo, what the quick report and
+#: many tests pay for each variant), a digest of its tables.
+PAIRED_CHILDREN = {"split": r"""
 import json, sys, time
 import cgdr_des
 from cgdr_des.scenario import Scenario
@@ -165,15 +171,26 @@ for _ in sys.stdin:
     c0 = time.process_time()
     res = cgdr_des.simulate(sc)
     print(json.dumps([time.process_time() - c0, int(res.summary["makespan_cycles"].iloc[0])]), flush=True)
-"""
+""", "calibration": r"""
+import hashlib, json, sys, time
+from cgdr_des.hw import load_profile
+from cgdr_des.item_costs import _calibrate
+from cgdr_des.simulation import run_launch
+prof = load_profile("atlas-300i-duo")
+for _ in sys.stdin:
+    c0 = time.process_time()
+    costs = _calibrate(prof, 8, 8, 64, 64, True, 1, run_launch)
+    digest = hashlib.sha256(json.dumps(costs.to_json(), sort_keys=True).encode()).hexdigest()[:16]
+    print(json.dumps([time.process_time() - c0, digest]), flush=True)
+"""}
 
 
-def paired(rev: str, rounds: int) -> None:
-    """Table 3: the split launch on ``rev`` and on this tree, in turns, ``rounds`` times."""
+def paired(rev: str, rounds: int, job: str = "split") -> None:
+    """Table 3: ``job`` (:data:`PAIRED_CHILDREN`) on ``rev`` and on this tree, in turns, ``rounds`` times."""
     with tempfile.TemporaryDirectory() as tmp:
         short = export(rev, Path(tmp))
-        procs = [subprocess.Popen([sys.executable, "-c", PAIRED_CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  text=True, cwd=tempfile.gettempdir(),
+        procs = [subprocess.Popen([sys.executable, "-c", PAIRED_CHILDREN[job]], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True, cwd=tempfile.gettempdir(),
                                   env={**os.environ, "PYTHONPATH": str(tree), "CGDR_DES_CACHE": "off"})
                  for tree in (Path(tmp), ROOT)]
         cpu: list[list[float]] = [[], []]
@@ -190,9 +207,9 @@ def paired(rev: str, rounds: int) -> None:
             proc.stdin.close()
             proc.wait()
     ratio = statistics.median(a / b for a, b in zip(*cpu, strict=True))
-    print(f"\nsplit launch, {rounds} rounds in turns: before ({short}) median {statistics.median(cpu[0]):.2f} s CPU, "
-          f"this tree {statistics.median(cpu[1]):.2f} s; median of the per-round ratios {ratio:.2f}x; "
-          f"makespans identical ({spans.pop():,} cycles)")
+    same = f"makespans identical ({spans.pop():,} cycles)" if job == "split" else "item costs identical"
+    print(f"\n{job}, {rounds} rounds in turns: before ({short}) median {statistics.median(cpu[0]):.2f} s CPU, "
+          f"this tree {statistics.median(cpu[1]):.2f} s; median of the per-round ratios {ratio:.2f}x; {same}")
 
 
 def main(argv: list[str]) -> None:
@@ -200,13 +217,15 @@ def main(argv: list[str]) -> None:
     ap.add_argument("profiles", nargs="*", help="shipped profiles for table 1 (default: all)")
     ap.add_argument("--before", metavar="REV", help="also time the split calibration and the GQA run on REV")
     ap.add_argument("--paired", type=int, metavar="N", help="with --before: table 3 only, N rounds in turns")
+    ap.add_argument("--job", choices=sorted(PAIRED_CHILDREN), default="split",
+                    help="with --paired: what both trees run (default: the split launch)")
     ap.add_argument("--only-split", action="store_true", help="table 1: the split shape only")
     ap.add_argument("--no-table", action="store_true", help="skip table 1")
     args = ap.parse_args(argv)
     if args.paired:
         if not args.before:
             ap.error("--paired needs --before REV")
-        paired(args.before, args.paired)
+        paired(args.before, args.paired, args.job)
         return
     if not args.no_table:
         from cgdr_des.hw import list_profiles

@@ -37,7 +37,11 @@ with the same costs: they are added at once (:meth:`ScanState.extrapolate`). Wit
 (no ScalarGm or ScalarExp, and no data-cache access seen) that is all the remaining iterations; with
 ``Repeat.gm`` / ``Repeat.exp`` it is the following iterations whose accesses hit and miss as the
 steady one's did and whose ScalarExp arguments cost what its did (the cache is touched for them in
-order); the first that differs is walked, and so on. A ScalarExp cost that differs is no reason to
+order; whether an iteration's accesses go as the steady one's did is answered on an overlay of the
+cache, :meth:`~cgdr_des.hw.dcache.DataCache.pattern_if`, not on a copy of its ~500 lines kept in case
+they do not); the first that differs is walked, and so on. Where an iteration is added or walked, the
+cache sees the same accesses in the same order, so what a scan leaves in the cache does not depend on
+when V is free (the phase compiler's second scan, with V busy, relies on it). A ScalarExp cost that differs is no reason to
 walk when every ScalarExp call of the body sits in its *lead* (the Scalar records it begins with):
 the lead moves only S's clock, so if the steady state reads the same from the end of either lead
 (:func:`~cgdr_des.hw.compute_state.delayed`: usually V has caught up with S by then), the iteration
@@ -189,8 +193,11 @@ class ComputeRunTimer:
                 if typ is VecOp:
                     params = _vec_params(vp, rec)
                     t += api        # the mask set-up before the hand-over
-                t, stall = hand_over(t, ring[0], disp)
-                s_stall += stall
+                slot = ring[0]          # hand_over(t, ring[0], disp), written out: once per V entry
+                if slot > t:
+                    s_stall += slot - t
+                    t = slot
+                t += disp
                 n_v += 1
                 if typ is VecOp:
                     a, free, end, added, cov = vec_op(free, t, rec.n, params, cov)
@@ -376,11 +383,7 @@ class ComputeRunTimer:
         accesses = rep.gm(i)
         if like[1].count(1) == len(like[1]):      # all hits: checked without touching, then touched
             return delay if dcache.hit_all(accesses) else None
-        saved = dcache.state()
-        if dcache.pattern(accesses) == like[1]:
-            return delay
-        dcache.restore(saved)
-        return None
+        return delay if dcache.pattern_if(accesses, like[1]) else None
 
     def _scalar_lead(self, rep: Repeat, body: list) -> int | None:
         """The cycles of ``body``'s leading Scalar records other than ScalarExp calls, if those records

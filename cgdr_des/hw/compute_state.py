@@ -84,11 +84,13 @@ class ScanState:
         free, done, cover, dequeue and consume cycles only with cycles >= t, so any of them <= t reads
         as t (0 here); a pending set's fire cycle also meets ``<`` against a consume cycle that may
         equal t, so one below t reads as -1. Flags are listed only where they hold something."""
-        t = self.t
-        ring = tuple([x - t if x > t else 0 for x in self.ring])
-        flags = [(ev, rid, tuple([x - t if x >= t else -1 for x in fires]), c - t if c > t else 0)
-                 for ev, (pend, cons) in self.flags.items()
-                 for rid, (fires, c) in enumerate(zip(pend, cons, strict=True)) if fires or c > t]
+        t, ring = self.t, self.ring
+        ring = tuple([x - t if x > t else 0 for x in ring]) if max(ring) > t else (0,) * len(ring)
+        flags = []
+        for ev, (pend, cons) in self.flags.items():
+            if max(cons) > t or any(pend):     # most events hold nothing: skipped without a loop per id
+                flags += [(ev, rid, tuple([x - t if x >= t else -1 for x in fires]), c - t if c > t else 0)
+                          for rid, (fires, c) in enumerate(zip(pend, cons, strict=True)) if fires or c > t]
         free, done, cov = self.free - t, self.done - t, self.cov - t
         return (free if free > 0 else 0, done if done > 0 else 0, cov if cov > 0 else 0, self.first is None,
                 ring, flags)
@@ -120,16 +122,23 @@ class ScanState:
             self.done += shift
             self.n_v += (self.n_v - n_v) * left
         ring = self.ring
-        for i in range(len(ring)):
-            ring[i] += shift
+        shifted = [x + shift for x in ring]
+        ring.clear()
+        ring.extend(shifted)
         for pend, cons in self.flags.values():
             for fires in pend:
-                for i in range(len(fires)):
-                    fires[i] += shift
+                if fires:
+                    moved = [x + shift for x in fires]
+                    fires.clear()
+                    fires.extend(moved)
             cons[:] = [c + shift for c in cons]
-        for name in ("s_stall", "v_busy", "v_stall", "n_vec", "n_bar", "n_ld", "n_st"):
-            now = getattr(self, name)
-            setattr(self, name, now + (now - getattr(before, name)) * left)
+        self.s_stall += (self.s_stall - before.s_stall) * left
+        self.v_busy += (self.v_busy - before.v_busy) * left
+        self.v_stall += (self.v_stall - before.v_stall) * left
+        self.n_vec += (self.n_vec - before.n_vec) * left
+        self.n_bar += (self.n_bar - before.n_bar) * left
+        self.n_ld += (self.n_ld - before.n_ld) * left
+        self.n_st += (self.n_st - before.n_st) * left
         for counts, old in ((self.n_sets, before.n_sets), (self.scalar_n, before.scalar_n)):
             for k, n in counts.items():
                 counts[k] = n + (n - old.get(k, 0)) * left

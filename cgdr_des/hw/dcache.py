@@ -135,6 +135,56 @@ class DataCache:
         self.hits += n_hit
         return bytes(out)
 
+    def pattern_if(self, accesses, want: bytes) -> bool:
+        """:meth:`pattern` of ``accesses`` if it would return ``want`` (True), else False with the cache
+        unchanged: what the phase compiler asks of each iteration it adds to a Repeat without walking
+        it. Answered on an overlay, without copying the lines: the LRU order after a sequence is the
+        lines held before and not touched nor evicted, in their order, then the touched lines in the
+        order of their last touch; an eviction takes the first of those. Committed only on a match."""
+        if len(want) != len(accesses):
+            return False
+        lines, lb, cap, l2 = self.lines, self.line_bytes, self.n_lines, self.l2
+        touched: dict[int, None] = {}       # lines made the most recent, oldest first
+        gone: set[int] = set()              # lines evicted
+        oldest = iter(lines)                # eviction candidates among the lines held before
+        size, misses, l2_hits, in_l2 = len(lines), 0, 0, None
+        lo = hi = -1        # the bytes of the line the previous access ended in, as in pattern
+        for k, acc in enumerate(accesses):
+            addr, nbytes = acc[0], acc[1]
+            if lo <= addr < hi and addr + nbytes <= hi:
+                if want[k] != 1:
+                    return False
+                continue
+            hit = True
+            for line in range(addr // lb, (addr + max(nbytes, 1) - 1) // lb + 1):
+                if line in touched:
+                    del touched[line]
+                elif line not in lines or line in gone:
+                    hit = False
+                    size += 1
+                touched[line] = None
+                if size > cap:
+                    gone.add(_evict(oldest, touched))
+                    size -= 1
+            outcome = 1 if hit else (L2_HIT if l2 is not None and l2.holds(addr, nbytes) else 0)
+            if outcome != want[k]:
+                return False
+            if not hit:
+                misses, l2_hits, in_l2 = misses + 1, l2_hits + (outcome == L2_HIT), outcome == L2_HIT
+            lo = (addr + max(nbytes, 1) - 1) // lb * lb
+            hi = lo + lb
+        for line in gone:
+            lines.pop(line, None)
+        for line in touched:
+            lines[line] = None
+            lines.move_to_end(line)
+        self.hits += len(want) - misses
+        self.misses += misses
+        self.l2_hits += l2_hits
+        if in_l2 is not None:
+            self.in_l2 = in_l2
+        return True
+
     def pattern_of(self, addr: np.ndarray, nbytes) -> bytes:
         """:meth:`pattern` of accesses given as an int64 array of addresses and their sizes (an array,
         or one int for all): the same outcomes, counters and cache afterwards. The within-line test
@@ -283,6 +333,18 @@ class DataCache:
             to_end(line)
         self.hits += len(accesses)
         return True
+
+
+def _evict(oldest, touched: dict) -> int:
+    """The least recently used line of :meth:`DataCache.pattern_if`'s overlay, taken out of it: the
+    oldest untouched line held before (``oldest`` yields each once; none is gone before it is passed,
+    since a touched line is evicted only once it is exhausted), else the first touched line."""
+    for line in oldest:
+        if line not in touched:
+            return line
+    line = next(iter(touched))
+    del touched[line]
+    return line
 
 
 def data_cache(profile) -> DataCache:

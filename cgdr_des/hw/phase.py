@@ -335,21 +335,36 @@ class PhaseCompiler:
         timer = timer or self.timer
         end = len(records) if end is None else end
         tail = scalar_tail(records, i, end)
-        after, x = self.dcache.state(), late_start(timing)
+        x = late_start(timing)
+        if tail == end:
+            return self._late_whole(records, i, timing, saved, timer, x)
+        after = self.dcache.state()
         try:
             self.dcache.restore(saved)
-            if tail == end:
-                busy, _ = timer.scan(records, i, self.dcache, x, x)
-            else:
-                head = records[i:tail]
-                idle_head, _ = timer.scan(head, 0, self.dcache)
-                self.dcache.restore(saved)
-                busy, _ = timer.scan(head, 0, self.dcache, x, x)
-                busy = busy._replace(s_cycles=busy.s_cycles + timing.s_cycles - idle_head.s_cycles)
+            head = records[i:tail]
+            idle_head, _ = timer.scan(head, 0, self.dcache)
+            self.dcache.restore(saved)
+            busy, _ = timer.scan(head, 0, self.dcache, x, x)
+            busy = busy._replace(s_cycles=busy.s_cycles + timing.s_cycles - idle_head.s_cycles)
         except KernelDiagnostic:
             return None
         finally:
             self.dcache.restore(after)
+        return late_numbers(timing, x, busy)
+
+    def _late_whole(self, records: list, i: int, timing: RunTiming, saved, timer, x: int) -> tuple | None:
+        """:meth:`_late_scans` of a whole run, scanned again from the cache ``saved`` before it. No copy
+        of the cache after the idle scan is kept to go back to: the busy scan walks the same accesses in
+        the same order (a scan touches the cache for every iteration it adds without walking as its
+        records would, whatever the timing), so it leaves the cache as the idle scan did. Where it is
+        diagnosed, the idle scan is run again for that cache."""
+        self.dcache.restore(saved)
+        try:
+            busy, _ = timer.scan(records, i, self.dcache, x, x)
+        except KernelDiagnostic:
+            self.dcache.restore(saved)
+            timer.scan(records, i, self.dcache)
+            return None
         return late_numbers(timing, x, busy)
 
     def _compile_fast(self, records: list) -> list:
