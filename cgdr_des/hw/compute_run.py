@@ -41,8 +41,9 @@ order; whether an iteration's accesses go as the steady one's did is answered on
 cache, :meth:`~cgdr_des.hw.dcache.DataCache.pattern_if`, not on a copy of its ~500 lines kept in case
 they do not); the first that differs is walked, and so on. Where an iteration is added or walked, the
 cache sees the same accesses in the same order, so what a scan leaves in the cache does not depend on
-when V is free (the phase compiler's second scan, with V busy, relies on it). A ScalarExp cost that differs is no reason to
-walk when every ScalarExp call of the body sits in its *lead* (the Scalar records it begins with):
+when V is free (the phase compiler's second scan, with V busy, relies on it). A ScalarExp cost that
+differs is no reason to walk when every ScalarExp call of the body sits in its *lead* (the Scalar
+records it begins with):
 the lead moves only S's clock, so if the steady state reads the same from the end of either lead
 (:func:`~cgdr_des.hw.compute_state.delayed`: usually V has caught up with S by then), the iteration
 is the steady one delayed by the difference in its lead, and is added at once with that delay
