@@ -16,8 +16,9 @@ import pytest
 from cgdr_des.hw import load_profile
 from cgdr_des.hw.compute_run import RunTiming
 from cgdr_des.hw.dcache import DataCache, data_cache
+from cgdr_des.hw.late_scan import late_numbers
 from cgdr_des.hw.machine import Machine
-from cgdr_des.hw.phase import PhaseCompiler, PhaseRecorder, TimedMacro, balanced, is_compute, late_numbers
+from cgdr_des.hw.phase import PhaseCompiler, PhaseRecorder, TimedMacro, balanced, is_compute
 from cgdr_des.isa import Macro, PipeBarrier, Repeat, VecOp
 from cgdr_des.kernel.functional import make_launch
 from cgdr_des.kernel.launch import Shape

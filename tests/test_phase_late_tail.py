@@ -1,4 +1,4 @@
-"""The late scan's shortcut for a run ending in scalar loops (phase.scalar_tail) against the full scan.
+"""The late scan's shortcut for a run ending in scalar loops (late_scan.scalar_tail) against the full scan.
 
 A compute run whose tail is Repeats of scalar work only has its late numbers from two scans of the
 head (idle and busy) plus the idle tail's length. The truth here is the full busy scan of the whole
@@ -12,7 +12,8 @@ from __future__ import annotations
 import pytest
 
 from cgdr_des.hw import load_profile
-from cgdr_des.hw.phase import PhaseCompiler, late_numbers, late_start, scalar_tail
+from cgdr_des.hw.late_scan import late_numbers, late_start, scalar_tail
+from cgdr_des.hw.phase import PhaseCompiler
 from cgdr_des.isa import GmStrided, Repeat, Scalar, ScalarGm, SetFlag, VecOp, WaitFlag
 
 P = load_profile("atlas-300i-duo")
