@@ -77,7 +77,16 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from cgdr_des.errors import KernelDiagnostic
-from cgdr_des.hw.compute_state import ScanState, TimerConsts, Totals, delayed, record_counts, scalar_only
+from cgdr_des.hw.compute_state import (
+    ScanState,
+    TimerConsts,
+    Totals,
+    delayed,
+    record_counts,
+    s_flag,
+    scalar_only,
+    v_flag,
+)
 from cgdr_des.hw.costs import scalar_kind_cycles, vec_params
 from cgdr_des.hw.dcache import L2_HIT
 from cgdr_des.hw.flags import DOUBLE_SET
@@ -85,13 +94,9 @@ from cgdr_des.hw.profile import Profile
 from cgdr_des.hw.rules import (
     arrival,
     barrier,
-    flag_set,
-    flag_wait,
     hand_over,
     scalar_exp,
-    scalar_flag_set,
     scalar_gm_l2,
-    set_while_set,
     vec_call_scalar,
     vec_op,
 )
@@ -245,7 +250,7 @@ class ComputeRunTimer:
         elif not pend:
             raise KernelDiagnostic(f"WaitFlag<{ev}>({rid}) has no earlier SetFlag in the run")
         if ev == ("S_V" if is_set else "V_S"):      # the scalar unit's own side
-            st.t, stall = _s_flag(is_set, pend, cons, rid, ev, st.t, f, stall_policy, diag_double)
+            st.t, stall = s_flag(is_set, pend, cons, rid, ev, st.t, f, stall_policy, diag_double)
             st.s_stall += stall
             return True
         # V sets V_S, V_V and waits S_V, V_V: handed over like any entry, then executed by V
@@ -255,7 +260,7 @@ class ComputeRunTimer:
         a = arrival(st.free, st.t)
         if st.first is None:
             st.first = a
-        st.free, end, deq, stall, added, st.cov = _v_flag(is_set, a, st.done, st.cov, pend, cons, rid, ev, f,
+        st.free, end, deq, stall, added, st.cov = v_flag(is_set, a, st.done, st.cov, pend, cons, rid, ev, f,
                                                           diag_double)
         st.v_stall += stall
         st.v_busy += added
@@ -410,40 +415,6 @@ def _vec_params(vp: dict, rec: VecOp) -> tuple:
         return vp[rec.dtype][rec.op]
     except KeyError:
         raise KernelDiagnostic(f"VecOp {rec.op!r} / {rec.dtype!r} has no cost") from None
-
-
-def _s_flag(is_set: bool, pend, cons: list, rid: int, ev: str, t: int, f: int, stall_policy: bool,
-            diag_double: bool) -> tuple[int, int]:
-    """The scalar unit at ``t`` sets S_V or waits V_S (flag ``rid``: its pending fires ``pend`` and
-    the consume cycles ``cons``); returns its new clock and the cycles it stalled."""
-    if is_set:
-        if stall_policy and pend:
-            raise KernelDiagnostic(f"SetFlag<{ev}>({rid}) waits for a set not waited before it")
-        fire, stall = scalar_flag_set(t, cons[rid], f, stall_policy)
-        if diag_double and not pend and set_while_set(fire, cons[rid]):
-            raise KernelDiagnostic(f"SetFlag<{ev}>({rid}) fires while the flag is still set")
-        pend.append(fire)
-        return fire, stall
-    _, c, free, _, _ = flag_wait(t, t, pend.popleft(), f)
-    if pend and diag_double and set_while_set(pend[0], c):
-        raise KernelDiagnostic(f"SetFlag<{ev}>({rid}) fires while the flag is still set")
-    cons[rid] = c
-    return free, c - t
-
-
-def _v_flag(is_set: bool, a: int, done: int, cov: int, pend, cons: list, rid: int, ev: str, f: int,
-            diag_double: bool) -> tuple[int, int, int, int, int, int]:
-    """V sets V_S / V_V or waits S_V / V_V, arriving at ``a``: ``(free, end, dequeue cycle, stall, busy
-    added, cover)``. No double-set check on a set V executes: see the module docstring."""
-    if is_set:
-        _, free, end, added, cov = flag_set(a, a, done, f, cov)
-        pend.append(end)
-        return free, end, a, 0, added, cov
-    _, c, end, added, cov = flag_wait(a, a, pend.popleft(), f, cov)
-    if pend and diag_double and set_while_set(pend[0], c):
-        raise KernelDiagnostic(f"SetFlag<{ev}>({rid}) fires while the flag is still set")
-    cons[rid] = c
-    return end, end, end, c - a, added, cov
 
 
 def time_compute_run(run: list, profile: Profile, dcache) -> RunTiming:

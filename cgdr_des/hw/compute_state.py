@@ -1,12 +1,15 @@
 """What the one-pass compute-run timer (:mod:`cgdr_des.hw.compute_run`) reads of the profile and carries
 from record to record, how a Repeat's steady iterations shift it (see that module's docstring,
-"Repeat"), how its relative state reads after S alone ran on (:func:`delayed`), and the record counts
-it reports."""
+"Repeat"), how its relative state reads after S alone ran on (:func:`delayed`), how a flag of the run
+changes it (:func:`s_flag`, :func:`v_flag`), and the record counts it reports."""
 
 from __future__ import annotations
 
 from collections import deque
 from typing import NamedTuple
+
+from cgdr_des.errors import KernelDiagnostic
+from cgdr_des.hw.rules import flag_set, flag_wait, scalar_flag_set, set_while_set
 
 _new_tuple = tuple.__new__
 
@@ -187,3 +190,37 @@ def late_cycle(idle: int, a: int, d: int, k: int | None) -> int:
         return idle
     start = a if a > d else d
     return start + k if start + k > idle else idle
+
+
+def s_flag(is_set: bool, pend, cons: list, rid: int, ev: str, t: int, f: int, stall_policy: bool,
+            diag_double: bool) -> tuple[int, int]:
+    """The scalar unit at ``t`` sets S_V or waits V_S (flag ``rid``: its pending fires ``pend`` and
+    the consume cycles ``cons``); returns its new clock and the cycles it stalled."""
+    if is_set:
+        if stall_policy and pend:
+            raise KernelDiagnostic(f"SetFlag<{ev}>({rid}) waits for a set not waited before it")
+        fire, stall = scalar_flag_set(t, cons[rid], f, stall_policy)
+        if diag_double and not pend and set_while_set(fire, cons[rid]):
+            raise KernelDiagnostic(f"SetFlag<{ev}>({rid}) fires while the flag is still set")
+        pend.append(fire)
+        return fire, stall
+    _, c, free, _, _ = flag_wait(t, t, pend.popleft(), f)
+    if pend and diag_double and set_while_set(pend[0], c):
+        raise KernelDiagnostic(f"SetFlag<{ev}>({rid}) fires while the flag is still set")
+    cons[rid] = c
+    return free, c - t
+
+
+def v_flag(is_set: bool, a: int, done: int, cov: int, pend, cons: list, rid: int, ev: str, f: int,
+            diag_double: bool) -> tuple[int, int, int, int, int, int]:
+    """V sets V_S / V_V or waits S_V / V_V, arriving at ``a``: ``(free, end, dequeue cycle, stall, busy
+    added, cover)``. No double-set check on a set V executes: see :mod:`cgdr_des.hw.compute_run`'s docstring."""
+    if is_set:
+        _, free, end, added, cov = flag_set(a, a, done, f, cov)
+        pend.append(end)
+        return free, end, a, 0, added, cov
+    _, c, end, added, cov = flag_wait(a, a, pend.popleft(), f, cov)
+    if pend and diag_double and set_while_set(pend[0], c):
+        raise KernelDiagnostic(f"SetFlag<{ev}>({rid}) fires while the flag is still set")
+    cons[rid] = c
+    return end, end, end, c - a, added, cov
