@@ -87,8 +87,8 @@ class ScanState:
         free, done, cover, dequeue and consume cycles only with cycles >= t, so any of them <= t reads
         as t (0 here); a pending set's fire cycle also meets ``<`` against a consume cycle that may
         equal t, so one below t reads as -1. Flags are listed only where they hold something."""
-        t, ring = self.t, self.ring
-        ring = tuple([x - t if x > t else 0 for x in ring]) if max(ring) > t else (0,) * len(ring)
+        t = self.t
+        ring = tuple([x - t if x > t else 0 for x in self.ring])
         flags = []
         for ev, (pend, cons) in self.flags.items():
             if max(cons) > t or any(pend):     # most events hold nothing: skipped without a loop per id
