@@ -91,6 +91,7 @@ from cgdr_des.hw.costs import scalar_kind_cycles, vec_params
 from cgdr_des.hw.dcache import L2_HIT
 from cgdr_des.hw.flags import DOUBLE_SET
 from cgdr_des.hw.profile import Profile
+from cgdr_des.hw.repeat_memo import apply, entry, memo_for, memo_key, outcome
 from cgdr_des.hw.rules import (
     arrival,
     barrier,
@@ -119,6 +120,11 @@ class RunTiming(NamedTuple):
 class ComputeRunTimer:
     """The profile's constants and cost tables, computed once for many runs."""
 
+    #: plain Repeats met again in a relative state met before take that meeting's outcome
+    #: (:mod:`cgdr_des.hw.repeat_memo`); False walks every one, for the tests and the benchmark that
+    #: hold the two to each other
+    memo_repeats = True
+
     def __init__(self, profile: Profile) -> None:
         p = profile
         self.profile = p
@@ -127,6 +133,7 @@ class ComputeRunTimer:
         self.consts = TimerConsts(p.kernel_launch_cycles, p.flag_cycles, vec_call, p.scalar_dispatch_cycles,
                                   p.queue_depth, p.event_ids_per_hard_event, rule.stall, rule.report, vec_params(p),
                                   scalar_kind_cycles(p))
+        self.memo = memo_for(p)
         #: ScalarGm cycles by [store][outcome] (outcome 0 a miss, 1 a hit, L2_HIT), from the rule
         self.gm_cost = [[scalar_gm_l2(o == 1, o == L2_HIT, store, p.scalar_ub_load_cycles, p.scalar_ub_store_cycles,
                                       p.dcache_miss_cycles, p.l2_hit_cycles) for o in range(L2_HIT + 1)]
@@ -273,11 +280,28 @@ class ComputeRunTimer:
         """Run ``rep``'s iterations on ``st``; once one leaves the relative state unchanged, add the
         following iterations' shift and counts at once (exact: module docstring, "Repeat"): all the
         rest when the body declares no ScalarGm or ScalarExp, else as many as meet the same cache
-        hits and ScalarExp costs as the steady one (the cache is touched for them in order)."""
+        hits and ScalarExp costs as the steady one (the cache is touched for them in order). A plain
+        Repeat met before in the same relative state takes that meeting's outcome
+        (:mod:`cgdr_des.hw.repeat_memo`)."""
         if rep.n < 2:   # stands for fewer records than a run needs: compiled as its expansion
             raise KernelDiagnostic(f"a Repeat of {rep.n} iterations")
+        before = st.relative()
+        key = memo_key(rep, rep.body(0), st, before, self.consts.scalar_kinds) if self.memo_repeats else None
+        if key is None:
+            self._iterate(rep, st, dcache, before)
+            return
+        done = self.memo.get(key)
+        if done is not None:
+            apply(done, st)
+            return
+        met = entry(st)
+        self._iterate(rep, st, dcache, before)
+        self.memo.put(key, outcome(met, st))
+
+    def _iterate(self, rep: Repeat, st: ScanState, dcache, before: tuple) -> None:
+        """:meth:`_repeat`'s walk of ``rep`` from ``st`` (relative state ``before``)."""
         varies = rep.gm is not None or rep.exp is not None
-        before, i, n = st.relative(), 0, rep.n
+        i, n = 0, rep.n
         while i < n:
             body = rep.body(i)
             if not body:

@@ -1,0 +1,179 @@
+"""What a plain Repeat does to the one-pass timer's scan, kept from its first meeting and applied again.
+
+A *plain* Repeat (:class:`~cgdr_des.isa.Repeat` without declared ScalarGm or ScalarExp) whose body
+holds only Scalar work of fixed cost, VecOps, PipeBarrier<V> and SetFlag/WaitFlag of the compute
+events with literal ids touches no data cache and reads nothing but the scan state. What it does to
+that state depends on three things only: its body's costs (:func:`body_costs`), its iteration count
+and the relative state it meets (:meth:`~cgdr_des.hw.compute_state.ScanState.relative`: everything
+later records can observe, offsets from S's clock, the same reading that makes a Repeat's steady
+iterations exact to extrapolate; :mod:`cgdr_des.hw.compute_run`, "Repeat"). Every rule the timer
+applies is a ``max`` and sums of those offsets and constants, so a second meeting in the same relative
+state is the first one shifted by the difference of S's clocks, in every cycle it writes.
+
+The kernel meets the same plain Repeat in the same relative state again and again: ComputeKCumdecay's
+row loops, one per row after its Duplicate and barrier, in every chunk length a calibration compiles
+(a 310P calibration of (8, 8, 64, 64) meets 19 786 plain Repeats, 95 % of them in a (body, count,
+state) met before). The first meeting is walked and its :class:`Outcome` kept (:class:`RepeatMemo`,
+one per profile); later ones apply it, which costs what one relative-state comparison does.
+
+What an outcome holds, and why that is the whole state afterwards:
+
+- S's advance, and the stall, busy and count totals the walk added (sums of the walked records).
+- The relative state it left: the ring of dequeue cycles and the flags are only ever read against
+  S's clock or later (``relative``'s docstring), so a cycle at or below the clock may be any such
+  cycle: applied, a ring slot read as 0 becomes S's new clock, a pending fire read as -1 the cycle
+  before it, and a consume read as 0 keeps the cycle it had (one id's consumes only grow, its waits
+  being on one pipe and in order: the cycle kept is at or below the one the walk wrote).
+- V's free, done and cover cycles and V's first start, which the run's report reads absolutely
+  (:class:`~cgdr_des.hw.compute_run.RunTiming`): each as its offset from S's clock at entry if the
+  walk wrote it, else "unchanged". A write is never below that clock, so a written cycle equal to the
+  old one means an old one at or above the clock, which the key holds exactly (its offset, or whether
+  a cycle read as 0 sits exactly at the clock): unchanged and written are then the same cycle.
+
+A walk that raises (a diagnostic) keeps nothing; a later meeting walks and raises the same way. The
+memo holds at most :data:`LIMIT` outcomes per profile and starts afresh beyond that (a few MiB).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from cgdr_des.hw.compute_state import COMPUTE_EVENTS, ScanState
+from cgdr_des.isa import PipeBarrier, Repeat, Scalar, SetFlag, VecOp, WaitFlag
+
+#: outcomes kept per profile before the memo starts afresh (a calibration keeps about a thousand)
+LIMIT = 20_000
+_FIELDS = ("free", "done", "cov")
+_TOTALS = ("s_stall", "v_busy", "v_stall", "n_vec", "n_bar", "n_ld", "n_st", "n_v")
+
+
+def body_costs(body: list, scalar_kinds: dict) -> tuple | None:
+    """What of ``body`` the timer's rules read (a VecOp's op, dtype and element count; the other
+    records whole, addresses aside), or None if the body is not plain (module docstring)."""
+    out = []
+    for rec in body:
+        typ = type(rec)
+        if typ is VecOp:
+            out.append((rec.op, rec.dtype, rec.n))
+        elif (typ is Scalar and rec.kind in scalar_kinds and rec.count >= 0) or \
+                (typ is PipeBarrier and rec.pipe == "V") or \
+                ((typ is SetFlag or typ is WaitFlag) and type(rec.id) is int and rec.event in COMPUTE_EVENTS):
+            out.append(rec)
+        else:
+            return None
+    return tuple(out)
+
+
+def memo_key(rep: Repeat, body: list, st: ScanState, rel: tuple, scalar_kinds: dict) -> tuple | None:
+    """The key of ``rep`` (first body ``body``) met in state ``st`` (its relative state ``rel``), or
+    None if ``rep`` is not plain. By the Repeat contract every iteration costs what the first does."""
+    if rep.gm is not None or rep.exp is not None:
+        return None
+    costs = body_costs(body, scalar_kinds)
+    if costs is None:
+        return None
+    t = st.t
+    return costs, rep.n, rel[:5], tuple(rel[5]), (st.free == t, st.done == t, st.cov == t)
+
+
+class Outcome(NamedTuple):
+    """What a plain Repeat did to the scan (module docstring); cycles are offsets."""
+
+    advance: int            # S's clock moved by
+    written: tuple          # free, done, cover: offset from S's entry clock, or None if not written
+    first: int | None       # V's first start, offset from the entry clock, if the walk set it
+    totals: tuple           # what the walk added to each of _TOTALS
+    n_sets: tuple           # (event, sets added)
+    scalar_n: tuple         # (kind, count added), every kind the walk met
+    ring: tuple             # the relative ring it left
+    flags: tuple            # the relative flags it left (ScanState.relative's form)
+
+
+class Entry(NamedTuple):
+    """The scan state a walk met, as :func:`outcome` compares the state it left against."""
+
+    t: int
+    cycles: tuple
+    first_none: bool
+    totals: tuple
+    n_sets: dict
+    scalar_n: dict
+
+
+def entry(st: ScanState) -> Entry:
+    """What :func:`outcome` needs of the state before the walk."""
+    return Entry(st.t, (st.free, st.done, st.cov), st.first is None, tuple(getattr(st, f) for f in _TOTALS),
+                 dict(st.n_sets), dict(st.scalar_n))
+
+
+def outcome(before: Entry, st: ScanState) -> Outcome:
+    """The :class:`Outcome` of a walk that took the scan from ``before`` to ``st``."""
+    t0 = before.t
+    written = tuple(None if new == old else new - t0
+                    for new, old in zip((st.free, st.done, st.cov), before.cycles, strict=True))
+    first = st.first - t0 if before.first_none and st.first is not None else None
+    totals = tuple(getattr(st, f) - old for f, old in zip(_TOTALS, before.totals, strict=True))
+    n_sets = tuple((ev, n - before.n_sets[ev]) for ev, n in st.n_sets.items() if n != before.n_sets[ev])
+    scalar_n = tuple((k, n - before.scalar_n.get(k, 0)) for k, n in st.scalar_n.items()
+                     if k not in before.scalar_n or n != before.scalar_n[k])
+    rel = st.relative()
+    return Outcome(st.t - t0, written, first, totals, n_sets, scalar_n, rel[4], tuple(rel[5]))
+
+
+def apply(out: Outcome, st: ScanState) -> None:
+    """Bring ``st``, met in the relative state ``out`` was recorded in, to where the walk would."""
+    t0 = st.t
+    t = st.t = t0 + out.advance
+    for name, off in zip(_FIELDS, out.written, strict=True):
+        if off is not None:
+            setattr(st, name, t0 + off)
+    if out.first is not None:
+        st.first = t0 + out.first
+    for name, added in zip(_TOTALS, out.totals, strict=True):
+        setattr(st, name, getattr(st, name) + added)
+    for ev, added in out.n_sets:
+        st.n_sets[ev] += added
+    scalar_n = st.scalar_n
+    for kind, added in out.scalar_n:
+        scalar_n[kind] = scalar_n.get(kind, 0) + added
+    st.ring.clear()
+    st.ring.extend([t + x for x in out.ring])
+    for pend, _ in st.flags.values():
+        for fires in pend:
+            fires.clear()
+    for ev, rid, fires, c in out.flags:
+        pend, cons = st.flags[ev]
+        pend[rid].extend([t + x if x >= 0 else t - 1 for x in fires])
+        if c > 0:
+            cons[rid] = t + c
+
+
+class RepeatMemo:
+    """The outcomes of one profile's plain Repeats, by :func:`memo_key`."""
+
+    def __init__(self) -> None:
+        self.outcomes: dict[tuple, Outcome] = {}
+        self.hits = 0
+
+    def get(self, key: tuple) -> Outcome | None:
+        found = self.outcomes.get(key)
+        self.hits += found is not None
+        return found
+
+    def put(self, key: tuple, out: Outcome) -> None:
+        if len(self.outcomes) >= LIMIT:
+            self.outcomes.clear()
+        self.outcomes[key] = out
+
+
+_MEMOS: dict = {}
+
+
+def memo_for(profile) -> RepeatMemo:
+    """The memo of ``profile`` (a profile's timer constants are all the walk reads besides the key)."""
+    memo = _MEMOS.get(profile)
+    if memo is None:
+        if len(_MEMOS) >= 64:
+            _MEMOS.clear()
+        memo = _MEMOS[profile] = RepeatMemo()
+    return memo
