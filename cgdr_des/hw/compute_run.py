@@ -121,8 +121,8 @@ class ComputeRunTimer:
     """The profile's constants and cost tables, computed once for many runs."""
 
     #: plain Repeats met again in a relative state met before take that meeting's outcome
-    #: (:mod:`cgdr_des.hw.repeat_memo`); False walks every one, for the tests and the benchmark that
-    #: hold the two to each other
+    #: (:mod:`cgdr_des.hw.repeat_memo`); False walks every one (tests/test_repeat_memo.py holds the
+    #: two to each other)
     memo_repeats = True
 
     def __init__(self, profile: Profile) -> None:
