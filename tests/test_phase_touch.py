@@ -210,3 +210,20 @@ def test_pattern_if_is_pattern_on_a_match_and_nothing_otherwise(warm, batch, cap
     assert not mine.pattern_if(batch, want + b"\x01") and _state(mine) == before
     assert mine.pattern_if(batch, want)
     assert _state(mine) == _state(ref)
+
+
+@settings(max_examples=400, deadline=None)
+@given(access_lists, st.integers(0, 1500), st.integers(-70, 140), st.integers(0, 90),
+       st.sampled_from([0, 1, 2, 3, 4, 8, 64, 70, 200]), st.sampled_from([64, 128, 256, 1024]), st.booleans())
+def test_pattern_row_is_pattern_of_the_row_s_accesses(warm, start, step, n, nbytes, capacity, l2):
+    """DataCache.pattern_row against pattern on the row's accesses as tuples: the same outcome bytes,
+    lines in LRU order, counters and in_l2, for steps below, at and above the access size (reads
+    meeting in a line, overlapping, crossing lines, skipping lines; 0 and negative steps too)."""
+    row = range(start, start + n * step, step) if step else range(start, start + n)
+    ref, mine = _cache(capacity, l2), _cache(capacity, l2)
+    for dc in (ref, mine):
+        if dc.l2 is not None:
+            dc.l2.moved([(a, k) for a, k, _ in warm[::2]])
+        dc.pattern(warm)
+    assert mine.pattern_row(row, nbytes) == ref.pattern([(a, nbytes) for a in row])
+    assert _state(mine) == _state(ref)

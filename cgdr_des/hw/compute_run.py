@@ -101,7 +101,7 @@ from cgdr_des.hw.rules import (
     vec_call_scalar,
     vec_op,
 )
-from cgdr_des.isa import PipeBarrier, Repeat, Scalar, ScalarGm, SetFlag, VecOp, WaitFlag
+from cgdr_des.isa import GmRows, PipeBarrier, Repeat, Scalar, ScalarGm, SetFlag, VecOp, WaitFlag
 
 
 class RunTiming(NamedTuple):
@@ -341,11 +341,11 @@ class ComputeRunTimer:
         walked = rep.gm(i - 1) if rep.gm is not None else ()
         rest = st.t - snap.t - self._gm_cycles(walked, hits) - sum(exp_cycles)
         t = st.t
+        gm = rep.gm
         for k in range(i, rep.n):
             t += sum(self._exp_costs(rep, k))
-            if rep.gm is not None:
-                accesses = rep.gm(k)
-                t += self._gm_cycles(accesses, dcache.pattern(accesses))
+            if gm is not None:
+                t += self._declared_gm(gm, k, dcache)
             t += rest
         left = rep.n - i                    # the counts grow by the walked iteration's; V, flags stay
         st.t = t
@@ -353,6 +353,16 @@ class ComputeRunTimer:
         st.n_st += (st.n_st - snap.n_st) * left
         for kind, n in st.scalar_n.items():
             st.scalar_n[kind] = n + (n - snap.scalar_n.get(kind, 0)) * left
+
+    def _declared_gm(self, gm, k: int, dcache) -> int:
+        """The cycles of iteration k's declared ScalarGm accesses, the cache touched for them in order; a
+        :class:`~cgdr_des.isa.GmRows` row through :meth:`DataCache.pattern_row` and its outcomes
+        counted, rather than a tuple built and costed per access."""
+        if type(gm) is GmRows:
+            out, cost = dcache.pattern_row(gm.row(k), gm.nbytes), self.gm_cost[gm.store]
+            return out.count(1) * cost[1] + out.count(0) * cost[0] + out.count(L2_HIT) * cost[L2_HIT]
+        accesses = gm(k)
+        return self._gm_cycles(accesses, dcache.pattern(accesses))
 
     def _exp_costs(self, rep: Repeat, i: int) -> tuple:
         """The cycles of iteration i's declared ScalarExp calls."""
