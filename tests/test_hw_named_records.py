@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from conftest import PACKAGE
 
-from cgdr_des.hw import compute_run, compute_state, flags, records, rules, scalar, tque
+from cgdr_des.hw import compute_run, compute_state, declared, flags, records, rules, scalar, tque
 
 #: names under which the machine and the timer hold their records
 RECORD_NAMES = {"seg", "span", "e_span", "e", "entry", "head", "block", "info", "snap", "before", "totals",
@@ -127,12 +127,13 @@ def test_machine_and_timer_share_the_rule_table():
     from cgdr_des.hw import pipes
 
     machine = _imported_rules(scalar) | _imported_rules(pipes)
-    timer = _imported_rules(compute_run) | _imported_rules(compute_state)   # the timer's loop, its flag rules
+    # the timer's loop, its flag rules, its declared costs
+    timer = _imported_rules(compute_run) | _imported_rules(compute_state) | _imported_rules(declared)
     shared = {"vec_op", "barrier", "flag_set", "flag_wait", "scalar_flag_set", "set_while_set", "hand_over",
               "scalar_gm_l2", "scalar_exp", "arrival"}
     assert shared <= machine and shared <= timer
     table = {name for name in dir(rules) if callable(getattr(rules, name)) and not name.startswith("_")}
-    for module in (scalar, pipes, compute_run, compute_state):
+    for module in (scalar, pipes, compute_run, compute_state, declared):
         assert not (_defined_functions(module) & table), module.__name__
 
 

@@ -37,7 +37,8 @@ plain_bodies = st.lists(st.one_of(plain_work.map(lambda r: [r]),
 @contextlib.contextmanager
 def memo(on: bool):
     """The timer with a fresh memo (``on``) or walking every Repeat; the setting restored after."""
-    repeat_memo._MEMOS.clear()
+    if on:
+        repeat_memo._MEMOS.clear()
     before = ComputeRunTimer.memo_repeats
     ComputeRunTimer.memo_repeats = on
     try:
@@ -84,6 +85,21 @@ def test_a_repeat_met_again_after_any_gap_times_as_walked_and_as_expanded(policy
     assert on == off == expanded
 
 
+@pytest.mark.parametrize("policy", POLICIES)
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs, programs, programs, st.integers(2, 40), st.integers(2, 4), st.booleans(), knobs)
+def test_one_memo_shared_by_many_runs_times_each_as_expanded(policy, pre, body, post, n, n_outer, nest, overrides):
+    """The memo as a process keeps it: one per profile, filled by every run before this one (the
+    examples share the knobs' few values, so later ones meet outcomes earlier ones kept), nested
+    Repeats included; each run is the expanded one walked without the memo."""
+    prof = load_profile("atlas-300i-duo", {**overrides, "flag_double_set": policy})
+    inner = Repeat(n, lambda i: shifted(body, i))
+    records = [*pre, Repeat(n_outer, lambda i: [*post, inner, *pre]) if nest else inner, *post]
+    with_memo = timing(prof, records)
+    with memo(False):
+        assert with_memo == timing(prof, expand(records))
+
+
 CASES = {
     "scalar-bound": ([], [vec("Mul", 64)], []),        # V idle at each meeting
     "vector-bound": ([], [vec("Mul", 64 * 40)], []),   # V's cycles ahead of S's clock
@@ -118,6 +134,19 @@ def test_gaps_across_v_s_clock_meet_the_memo_and_keep_every_field(case, policy):
         assert on == off == expanded, gap
         met += hits
     assert met >= 20 or on == "raises"
+
+
+def test_an_outcome_names_every_scalar_kind_of_its_body_even_at_count_0():
+    """A run's counts name each Scalar kind it met, count 0 included: an outcome recorded where an
+    earlier record had already named the kind must still name it where the Repeat is the first to
+    (hypothesis found this one across examples sharing a memo)."""
+    rep = Repeat(3, lambda i: [Scalar("ub_store", 0), vec()])
+    with memo(True):
+        timing(P, [Scalar("ub_store", 0), rep])           # recorded with the kind named before
+        got = timing(P, [rep])                              # applied where it is not
+    with memo(False):
+        assert got == timing(P, [rep]) == timing(P, expand([rep]))
+    assert ("scalar_ub_store", 0) in got[3]
 
 
 def test_a_body_with_declared_or_scalar_gm_work_is_never_kept():

@@ -89,6 +89,7 @@ from cgdr_des.hw.compute_state import (
 )
 from cgdr_des.hw.costs import scalar_kind_cycles, vec_params
 from cgdr_des.hw.dcache import L2_HIT
+from cgdr_des.hw.declared import DeclaredCosts, exp_cycles
 from cgdr_des.hw.flags import DOUBLE_SET
 from cgdr_des.hw.profile import Profile
 from cgdr_des.hw.repeat_memo import apply, entry, memo_for, memo_key, outcome
@@ -96,12 +97,11 @@ from cgdr_des.hw.rules import (
     arrival,
     barrier,
     hand_over,
-    scalar_exp,
     scalar_gm_l2,
     vec_call_scalar,
     vec_op,
 )
-from cgdr_des.isa import GmRows, PipeBarrier, Repeat, Scalar, ScalarGm, SetFlag, VecOp, WaitFlag
+from cgdr_des.isa import PipeBarrier, Repeat, Scalar, ScalarGm, SetFlag, VecOp, WaitFlag
 
 
 class RunTiming(NamedTuple):
@@ -133,11 +133,12 @@ class ComputeRunTimer:
         self.consts = TimerConsts(p.kernel_launch_cycles, p.flag_cycles, vec_call, p.scalar_dispatch_cycles,
                                   p.queue_depth, p.event_ids_per_hard_event, rule.stall, rule.report, vec_params(p),
                                   scalar_kind_cycles(p))
-        self.memo = memo_for(p)
         #: ScalarGm cycles by [store][outcome] (outcome 0 a miss, 1 a hit, L2_HIT), from the rule
         self.gm_cost = [[scalar_gm_l2(o == 1, o == L2_HIT, store, p.scalar_ub_load_cycles, p.scalar_ub_store_cycles,
                                       p.dcache_miss_cycles, p.l2_hit_cycles) for o in range(L2_HIT + 1)]
                         for store in (False, True)]
+        self.memo = memo_for(p)
+        self.declared = DeclaredCosts(p, self.gm_cost, self.consts.scalar_kinds)
 
     def time(self, run: list, dcache) -> RunTiming:
         """The numbers of ``run`` (all compute records); KernelDiagnostic if it cannot be timed here."""
@@ -181,7 +182,7 @@ class ComputeRunTimer:
             if typ is Scalar:
                 k, n = rec.kind, rec.count
                 c = kc.get(k)
-                c = c * n if c is not None else _exp_cycles(rec, self.profile)
+                c = c * n if c is not None else exp_cycles(rec, self.profile)
                 if c < 0:
                     raise KernelDiagnostic(f"Scalar count {n!r} is negative")
                 scalar_n[k] = scalar_get(k, 0) + n
@@ -296,7 +297,7 @@ class ComputeRunTimer:
             return
         met = entry(st)
         self._iterate(rep, st, dcache, before)
-        self.memo.put(key, outcome(met, st))
+        self.memo.put(key, outcome(met, st, key[0]))
 
     def _iterate(self, rep: Repeat, st: ScanState, dcache, before: tuple) -> None:
         """:meth:`_repeat`'s walk of ``rep`` from ``st`` (relative state ``before``)."""
@@ -311,7 +312,7 @@ class ComputeRunTimer:
             stop = self._walk(body, 0, st, dcache, seen)
             if stop != len(body):
                 raise KernelDiagnostic(f"a Repeat body holds a non-compute record ({type(body[stop]).__name__})")
-            key = self._walked_costs(rep, i, seen) if varies else None
+            key = self.declared.walked(rep, i, seen) if varies else None
             i += 1
             if i == n:
                 return
@@ -337,15 +338,15 @@ class ComputeRunTimer:
         and set or waited no flag): S runs them back to back with nothing to wait for, so each takes
         the walked iteration's scalar time but for its own declared costs, ScalarExp cycles and data
         cache hits or misses (the cache is touched for them in order, as their records would)."""
-        exp_cycles, hits = key
+        exps, hits = key
         walked = rep.gm(i - 1) if rep.gm is not None else ()
-        rest = st.t - snap.t - self._gm_cycles(walked, hits) - sum(exp_cycles)
+        rest = st.t - snap.t - self.declared.gm_cycles(walked, hits) - sum(exps)
         t = st.t
         gm = rep.gm
         for k in range(i, rep.n):
-            t += sum(self._exp_costs(rep, k))
+            t += sum(self.declared.exp_costs(rep, k))
             if gm is not None:
-                t += self._declared_gm(gm, k, dcache)
+                t += self.declared.gm(gm, k, dcache)
             t += rest
         left = rep.n - i                    # the counts grow by the walked iteration's; V, flags stay
         st.t = t
@@ -353,34 +354,6 @@ class ComputeRunTimer:
         st.n_st += (st.n_st - snap.n_st) * left
         for kind, n in st.scalar_n.items():
             st.scalar_n[kind] = n + (n - snap.scalar_n.get(kind, 0)) * left
-
-    def _declared_gm(self, gm, k: int, dcache) -> int:
-        """The cycles of iteration k's declared ScalarGm accesses, the cache touched for them in order; a
-        :class:`~cgdr_des.isa.GmRows` row through :meth:`DataCache.pattern_row` and its outcomes
-        counted, rather than a tuple built and costed per access."""
-        if type(gm) is GmRows:
-            out, cost = dcache.pattern_row(gm.row(k), gm.nbytes), self.gm_cost[gm.store]
-            return out.count(1) * cost[1] + out.count(0) * cost[0] + out.count(L2_HIT) * cost[L2_HIT]
-        accesses = gm(k)
-        return self._gm_cycles(accesses, dcache.pattern(accesses))
-
-    def _exp_costs(self, rep: Repeat, i: int) -> tuple:
-        """The cycles of iteration i's declared ScalarExp calls."""
-        return tuple(_work_cycles(w, self.profile) for w in rep.exp(i)) if rep.exp is not None else ()
-
-    def _gm_cycles(self, accesses, outcomes: bytes) -> int:
-        """What ScalarGm ``accesses`` ((addr, nbytes, store) each) cost S, given how each went
-        (:meth:`~cgdr_des.hw.dcache.DataCache.pattern`'s bytes)."""
-        cost = self.gm_cost
-        return sum([cost[store][o] for (_, _, store), o in zip(accesses, outcomes, strict=True)])
-
-    def _walked_costs(self, rep: Repeat, i: int, seen: list | None) -> tuple | None:
-        """The declared costs the walked iteration i met: (ScalarExp cycles, which accesses hit); None
-        if its ScalarGm records were not the ones it declares one for one."""
-        exp = self._exp_costs(rep, i)
-        if rep.gm is None:
-            return exp, ()
-        return (exp, bytes(seen)) if len(seen) == len(rep.gm(i)) else None
 
     def _matching(self, rep: Repeat, i: int, st: ScanState, snap, steady: tuple, dcache) -> int:
         """Add at once iterations i.. as long as each is the walked one (which took ``st`` from ``snap``
@@ -399,10 +372,10 @@ class ComputeRunTimer:
 
     def _steady(self, rep: Repeat, key: tuple, body: list, after: tuple) -> tuple:
         """What :meth:`_costs` compares each later iteration with: the walked iteration's declared
-        costs ``key`` (:meth:`_walked_costs`), the cycles of its scalar lead other than ScalarExp
-        (:meth:`_scalar_lead`), the relative state ``after`` it left, and that state as seen from the
-        end of its lead (None without a lead)."""
-        lead = self._scalar_lead(rep, body)
+        costs ``key`` (:meth:`DeclaredCosts.walked`), the cycles of its scalar lead other than
+        ScalarExp (:meth:`DeclaredCosts.scalar_lead`), the relative state ``after`` it left, and that
+        state as seen from the end of its lead (None without a lead)."""
+        lead = self.declared.scalar_lead(rep, body)
         seen = None if lead is None else delayed(after, lead + sum(key[0]))
         return key, lead, after, seen
 
@@ -412,7 +385,7 @@ class ComputeRunTimer:
         it was. ``steady``: see :meth:`_steady`. ScalarExp costs may differ inside the body's scalar
         lead (module docstring, "Repeat")."""
         like, lead, rel, seen = steady
-        exp = self._exp_costs(rep, i)
+        exp = self.declared.exp_costs(rep, i)
         delay = 0
         if exp != like[0]:
             if lead is None or delayed(rel, lead + sum(exp)) != seen:
@@ -424,23 +397,6 @@ class ComputeRunTimer:
         if like[1].count(1) == len(like[1]):      # all hits: checked without touching, then touched
             return delay if dcache.hit_all(accesses) else None
         return delay if dcache.pattern_if(accesses, like[1]) else None
-
-    def _scalar_lead(self, rep: Repeat, body: list) -> int | None:
-        """The cycles of ``body``'s leading Scalar records other than ScalarExp calls, if those records
-        hold every ScalarExp call of the body (None otherwise, or if the Repeat declares none)."""
-        if rep.exp is None:
-            return None
-        kc, cycles, j = self.consts.scalar_kinds, 0, 0
-        while j < len(body) and type(body[j]) is Scalar:
-            rec = body[j]
-            if rec.kind != "exp":
-                if rec.kind not in kc:
-                    return None
-                cycles += kc[rec.kind] * rec.count
-            j += 1
-        if any(type(r) is Repeat or (type(r) is Scalar and r.kind == "exp") for r in body[j:]):
-            return None
-        return cycles
 
 
 def _vec_params(vp: dict, rec: VecOp) -> tuple:
@@ -454,17 +410,3 @@ def _vec_params(vp: dict, rec: VecOp) -> tuple:
 def time_compute_run(run: list, profile: Profile, dcache) -> RunTiming:
     """One-off :meth:`ComputeRunTimer.time` (a compiler keeps one timer for all its runs)."""
     return ComputeRunTimer(profile).time(run, dcache)
-
-
-def _exp_cycles(rec, profile: Profile) -> int:
-    if rec.kind != "exp":
-        raise KernelDiagnostic(f"Scalar kind {rec.kind!r} has no cost")
-    if rec.alu <= 0 and rec.div <= 0:
-        raise KernelDiagnostic(f"Scalar exp(arg={rec.arg}) declares no ALU or division work")
-    return rec.count * _work_cycles((rec.alu, rec.div), profile)
-
-
-def _work_cycles(work: tuple[int, int], profile: Profile) -> int:
-    """Cycles of one ScalarExp call declaring ``work`` = (ALU operations, divisions)."""
-    alu_ops, div_ops = work
-    return scalar_exp(alu_ops, div_ops, profile.scalar_alu_cycles, profile.scalar_div_cycles)

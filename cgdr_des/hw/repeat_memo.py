@@ -106,16 +106,19 @@ def entry(st: ScanState) -> Entry:
                  dict(st.n_sets), dict(st.scalar_n))
 
 
-def outcome(before: Entry, st: ScanState) -> Outcome:
-    """The :class:`Outcome` of a walk that took the scan from ``before`` to ``st``."""
+def outcome(before: Entry, st: ScanState, costs: tuple) -> Outcome:
+    """The :class:`Outcome` of a walk of a body of ``costs`` (:func:`body_costs`) that took the scan
+    from ``before`` to ``st``. Every Scalar kind of the body is listed, even at 0 added: the run's
+    counts name each kind seen, count 0 included, and another meeting may be the first to see it."""
     t0 = before.t
     written = tuple(None if new == old else new - t0
                     for new, old in zip((st.free, st.done, st.cov), before.cycles, strict=True))
     first = st.first - t0 if before.first_none and st.first is not None else None
     totals = tuple(getattr(st, f) - old for f, old in zip(_TOTALS, before.totals, strict=True))
     n_sets = tuple((ev, n - before.n_sets[ev]) for ev, n in st.n_sets.items() if n != before.n_sets[ev])
+    kinds = {rec.kind for rec in costs if type(rec) is Scalar}
     scalar_n = tuple((k, n - before.scalar_n.get(k, 0)) for k, n in st.scalar_n.items()
-                     if k not in before.scalar_n or n != before.scalar_n[k])
+                     if k in kinds or k not in before.scalar_n or n != before.scalar_n[k])
     rel = st.relative()
     return Outcome(st.t - t0, written, first, totals, n_sets, scalar_n, rel[4], tuple(rel[5]))
 
