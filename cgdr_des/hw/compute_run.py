@@ -92,7 +92,7 @@ from cgdr_des.hw.dcache import L2_HIT
 from cgdr_des.hw.declared import DeclaredCosts, exp_cycles
 from cgdr_des.hw.flags import DOUBLE_SET
 from cgdr_des.hw.profile import Profile
-from cgdr_des.hw.repeat_memo import apply, entry, memo_for, memo_key, outcome
+from cgdr_des.hw.repeat_memo import apply, memo_for, memo_key, outcome
 from cgdr_des.hw.rules import (
     arrival,
     barrier,
@@ -287,7 +287,7 @@ class ComputeRunTimer:
         if rep.n < 2:   # stands for fewer records than a run needs: compiled as its expansion
             raise KernelDiagnostic(f"a Repeat of {rep.n} iterations")
         before = st.relative()
-        key = memo_key(rep, rep.body(0), st, before, self.consts.scalar_kinds) if self.memo_repeats else None
+        key = memo_key(rep, st, before, self.consts.scalar_kinds) if self.memo_repeats else None
         if key is None:
             self._iterate(rep, st, dcache, before)
             return
@@ -295,9 +295,9 @@ class ComputeRunTimer:
         if done is not None:
             apply(done, st)
             return
-        met = entry(st)
+        met = st.totals()
         self._iterate(rep, st, dcache, before)
-        self.memo.put(key, outcome(met, st, key[0]))
+        self.memo.put(key, outcome(met, st, key))
 
     def _iterate(self, rep: Repeat, st: ScanState, dcache, before: tuple) -> None:
         """:meth:`_repeat`'s walk of ``rep`` from ``st`` (relative state ``before``)."""

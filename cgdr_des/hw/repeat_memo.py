@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from cgdr_des.hw.compute_state import COMPUTE_EVENTS, ScanState
+from cgdr_des.hw.compute_state import COMPUTE_EVENTS, ScanState, Totals
 from cgdr_des.isa import PipeBarrier, Repeat, Scalar, SetFlag, VecOp, WaitFlag
 
 #: outcomes kept per profile before the memo starts afresh (a calibration keeps about a thousand)
@@ -64,12 +64,12 @@ def body_costs(body: list, scalar_kinds: dict) -> tuple | None:
     return tuple(out)
 
 
-def memo_key(rep: Repeat, body: list, st: ScanState, rel: tuple, scalar_kinds: dict) -> tuple | None:
-    """The key of ``rep`` (first body ``body``) met in state ``st`` (its relative state ``rel``), or
-    None if ``rep`` is not plain. By the Repeat contract every iteration costs what the first does."""
+def memo_key(rep: Repeat, st: ScanState, rel: tuple, scalar_kinds: dict) -> tuple | None:
+    """The key of ``rep`` met in state ``st`` (its relative state ``rel``), or None if ``rep`` is not
+    plain. By the Repeat contract every iteration costs what the first does, so its body stands for all."""
     if rep.gm is not None or rep.exp is not None:
         return None
-    costs = body_costs(body, scalar_kinds)
+    costs = body_costs(rep.body(0), scalar_kinds)
     if costs is None:
         return None
     t = st.t
@@ -84,43 +84,29 @@ class Outcome(NamedTuple):
     first: int | None       # V's first start, offset from the entry clock, if the walk set it
     totals: tuple           # what the walk added to each of _TOTALS
     n_sets: tuple           # (event, sets added)
-    scalar_n: tuple         # (kind, count added), every kind the walk met
+    scalar_n: tuple         # (kind, count added), every Scalar kind of the body and every kind the walk met
     ring: tuple             # the relative ring it left
+    held: tuple             # (event, id) of the fires pending as it began: the only ones it can have consumed
     flags: tuple            # the relative flags it left (ScanState.relative's form)
 
 
-class Entry(NamedTuple):
-    """The scan state a walk met, as :func:`outcome` compares the state it left against."""
-
-    t: int
-    cycles: tuple
-    first_none: bool
-    totals: tuple
-    n_sets: dict
-    scalar_n: dict
-
-
-def entry(st: ScanState) -> Entry:
-    """What :func:`outcome` needs of the state before the walk."""
-    return Entry(st.t, (st.free, st.done, st.cov), st.first is None, tuple(getattr(st, f) for f in _TOTALS),
-                 dict(st.n_sets), dict(st.scalar_n))
-
-
-def outcome(before: Entry, st: ScanState, costs: tuple) -> Outcome:
-    """The :class:`Outcome` of a walk of a body of ``costs`` (:func:`body_costs`) that took the scan
-    from ``before`` to ``st``. Every Scalar kind of the body is listed, even at 0 added: the run's
-    counts name each kind seen, count 0 included, and another meeting may be the first to see it."""
+def outcome(before: Totals, st: ScanState, key: tuple) -> Outcome:
+    """The :class:`Outcome` of a walk that took the scan from ``before`` (:meth:`ScanState.totals`) to
+    ``st``, for the Repeat of ``key`` (:func:`memo_key`). Every Scalar kind of the body is listed, even
+    at 0 added: the run's counts name each kind seen, count 0 included, and another meeting may be the
+    first to see it."""
     t0 = before.t
     written = tuple(None if new == old else new - t0
-                    for new, old in zip((st.free, st.done, st.cov), before.cycles, strict=True))
-    first = st.first - t0 if before.first_none and st.first is not None else None
-    totals = tuple(getattr(st, f) - old for f, old in zip(_TOTALS, before.totals, strict=True))
+                    for new, old in ((st.free, before.free), (st.done, before.done), (st.cov, before.cov)))
+    first = st.first - t0 if before.first is None and st.first is not None else None
+    totals = tuple(getattr(st, f) - getattr(before, f) for f in _TOTALS)
     n_sets = tuple((ev, n - before.n_sets[ev]) for ev, n in st.n_sets.items() if n != before.n_sets[ev])
-    kinds = {rec.kind for rec in costs if type(rec) is Scalar}
+    kinds = {rec.kind for rec in key[0] if type(rec) is Scalar}
     scalar_n = tuple((k, n - before.scalar_n.get(k, 0)) for k, n in st.scalar_n.items()
                      if k in kinds or k not in before.scalar_n or n != before.scalar_n[k])
+    held = tuple((ev, rid) for ev, rid, fires, _ in key[3] if fires)
     rel = st.relative()
-    return Outcome(st.t - t0, written, first, totals, n_sets, scalar_n, rel[4], tuple(rel[5]))
+    return Outcome(st.t - t0, written, first, totals, n_sets, scalar_n, rel[4], held, tuple(rel[5]))
 
 
 def apply(out: Outcome, st: ScanState) -> None:
@@ -141,11 +127,11 @@ def apply(out: Outcome, st: ScanState) -> None:
         scalar_n[kind] = scalar_n.get(kind, 0) + added
     st.ring.clear()
     st.ring.extend([t + x for x in out.ring])
-    for pend, _ in st.flags.values():
-        for fires in pend:
-            fires.clear()
+    flags = st.flags
+    for ev, rid in out.held:
+        flags[ev][0][rid].clear()
     for ev, rid, fires, c in out.flags:
-        pend, cons = st.flags[ev]
+        pend, cons = flags[ev]
         pend[rid].extend([t + x if x >= 0 else t - 1 for x in fires])
         if c > 0:
             cons[rid] = t + c
