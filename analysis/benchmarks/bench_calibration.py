@@ -20,8 +20,9 @@ one run per tree can read either way. Here a split launch (atlas-a2-910b2, (2, 4
 sequences, ``phase``, timing only) is simulated by two live child processes, one per tree, taking
 turns N times; the median of the N per-round CPU ratios is printed, and every makespan must agree.
 ``--job calibration`` pairs the item-cost calibration of the quick report's shape instead (its tables
-must agree).
-Usage: python analysis/benchmarks/bench_calibration.py [--before REV [--paired N [--job split|calibration]]]
+must agree); ``--job long`` the shipped long_t2048 at ``phase`` fidelity, timing only (one 2048-token
+sequence, 16 heads on the 300I Duo: 35,776 DataCopy calls, what the machine's DMA path costs).
+Usage: python analysis/benchmarks/bench_calibration.py [--before REV [--paired N [--job split|calibration|long]]]
                                                           [--only-split] [PROFILE ...]
 """
 
@@ -157,7 +158,8 @@ def side_by_side(rev: str) -> None:
 #: Table 3's children: each runs its job once per line read and prints its CPU seconds and a number
 #: both trees must agree on. ``split``: the split launch, its makespan; ``calibration``: the item-cost
 #: calibration of the quick report's shape ((8, 8, 64, 64) on the 300I Duo, what the quick report and
-#: many tests pay for each variant), a digest of its tables.
+#: many tests pay for each variant), a digest of its tables; ``long``: long_t2048 timed at phase fidelity, its
+#: makespan (the scenario file of this tree, for both).
 PAIRED_CHILDREN = {"split": r"""
 import json, sys, time
 import cgdr_des
@@ -182,6 +184,16 @@ for _ in sys.stdin:
     costs = _calibrate(prof, 8, 8, 64, 64, True, 1, run_launch)
     digest = hashlib.sha256(json.dumps(costs.to_json(), sort_keys=True).encode()).hexdigest()[:16]
     print(json.dumps([time.process_time() - c0, digest]), flush=True)
+""", "long": r"""
+import json, os, sys, time
+import cgdr_des
+from cgdr_des.scenario import Scenario
+data = cgdr_des.load_scenario(os.environ["BENCH_SCENARIO"]).model_dump(mode="json", exclude_none=True)
+sc = Scenario.from_dict({**data, "sim": {**data["sim"], "numerics": "off", "trace": False}})
+for _ in sys.stdin:
+    c0 = time.process_time()
+    res = cgdr_des.simulate(sc)
+    print(json.dumps([time.process_time() - c0, int(res.summary["makespan_cycles"].iloc[0])]), flush=True)
 """}
 
 
@@ -191,7 +203,8 @@ def paired(rev: str, rounds: int, job: str = "split") -> None:
         short = export(rev, Path(tmp))
         procs = [subprocess.Popen([sys.executable, "-c", PAIRED_CHILDREN[job]], stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, text=True, cwd=tempfile.gettempdir(),
-                                  env={**os.environ, "PYTHONPATH": str(tree), "CGDR_DES_CACHE": "off"})
+                                  env={**os.environ, "PYTHONPATH": str(tree), "CGDR_DES_CACHE": "off",
+                                       "BENCH_SCENARIO": str(ROOT / "scenarios" / "long_t2048.toml")})
                  for tree in (Path(tmp), ROOT)]
         cpu: list[list[float]] = [[], []]
         for _ in range(rounds):
@@ -207,7 +220,7 @@ def paired(rev: str, rounds: int, job: str = "split") -> None:
             proc.stdin.close()
             proc.wait()
     ratio = statistics.median(a / b for a, b in zip(*cpu, strict=True))
-    same = f"makespans identical ({spans.pop():,} cycles)" if job == "split" else "item costs identical"
+    same = f"makespans identical ({spans.pop():,} cycles)" if job != "calibration" else "item costs identical"
     print(f"\n{job}, {rounds} rounds in turns: before ({short}) median {statistics.median(cpu[0]):.2f} s CPU, "
           f"this tree {statistics.median(cpu[1]):.2f} s; median of the per-round ratios {ratio:.2f}x; {same}")
 

@@ -75,10 +75,12 @@ class GmBus:
         if start > now and self.last == now:
             # Already re-planned at ``now`` (the usual case: a DMA leaves its pipe when a transfer ends)
             # and the new transfer starts later: nothing changes before ``start``, so the timer can
-            # only move earlier (to ``start``, or to its completion if it would not slow anyone).
-            nxt = self._next_time(now)
-            if nxt is not None and (self.timer_at is None or nxt < self.timer_at):
-                self._set_timer(nxt, now)
+            # only move earlier (to ``start``, or to its completion if it would not slow anyone), and
+            # not at all if it starts at or after the next event.
+            if self.timer_at is None or start < self.timer_at:
+                nxt = self._next_time(now)
+                if nxt is not None and (self.timer_at is None or nxt < self.timer_at):
+                    self._set_timer(nxt, now)
         else:
             self._plan(now)
         return tr
@@ -150,14 +152,16 @@ class GmBus:
         changes a rate. A start that leaves every transfer at its cap (the bus not full with it) changes
         no one's rate: it needs no event of its own, only its completion; the next re-plan takes it up
         as :meth:`_step` does (the same rate from the same start cycle)."""
-        nxt = None
+        nxt, top = None, 0.0
         active = self.active
         for tr in active:
             d = ceil(tr.rem / tr.rate - 1e-9)
             t = now + (d if d > 1 else 1)
             if nxt is None or t < nxt:
                 nxt = t
-        n, top = len(active), max([tr.cap for tr in active], default=0.0)
+            if tr.cap > top:
+                top = tr.cap
+        n = len(active)
         for start, _, tr in self.pending:
             if nxt is not None and start >= nxt:
                 break
