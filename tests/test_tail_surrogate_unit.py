@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from cgdr_des.item_costs import ItemCosts
 from cgdr_des.kernel.policies import POLICIES, owners
-from cgdr_des.tail.surrogate import estimate, item_arrays
+from cgdr_des.tail.surrogate import _overlap_share, _starts, _walk, estimate, item_arrays
 
 CS = 64
 
@@ -140,3 +140,39 @@ def test_split_tiles_with_siblings_are_between_together_and_apart():
     busy_together = [int(together[0, k::2].sum()) for k in range(2)]
     assert all(t <= b <= a for t, b, a in zip(busy_together, est.busy[0].tolist(), busy_apart, strict=True))
     assert est.lower_bound(2)[0] == est.overhead[0] + max(-(-int(together.sum()) // 2), int(together.max()))
+
+
+def starts_by_loop(dur, owner, per_item: int) -> list[list[int]]:
+    """Item k starts after the walk over the k items before it and its core's own earlier items."""
+    return [[per_item * k + sum(int(d[j]) for j in range(k) if o[j] == o[k]) for k in range(len(d))]
+            for d, o in zip(dur, owner, strict=True)]
+
+
+def overlap_by_loop(start, dur, owner, g: int) -> list[list[float]]:
+    """Per item: the most cycles one sibling (same group of ``g`` neighbours) on another, real core runs
+    alongside it, over its duration."""
+    out = []
+    for s, d, o in zip(start, dur, owner, strict=True):
+        row = []
+        for i in range(len(d)):
+            head = range(i - i % g, i - i % g + g)
+            best = max([max(0, min(s[i] + d[i], s[j] + d[j]) - max(s[i], s[j]))
+                        for j in head if j != i and o[j] != o[i] and o[j] >= 0], default=0)
+            row.append(best / d[i] if d[i] > 0 else 0.0)
+        out.append(row)
+    return out
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(g=st.integers(1, 4), heads=st.integers(1, 6), n=st.integers(1, 3), cores=st.integers(1, 5),
+       seed=st.integers(0, 2**32 - 1))
+def test_starts_and_sibling_overlap_equal_their_loops(g, heads, n, cores, seed):
+    """The arrays behind the split-tile blend (padding items, owner -1, included) against plain loops."""
+    rng = np.random.default_rng(seed)
+    dur = rng.integers(0, 60, (n, g * heads))
+    owner = rng.integers(-1, cores, (n, g * heads))
+    start = _starts(dur, _walk(owner), 7)
+    assert start.tolist() == starts_by_loop(dur, owner, 7)
+    # on the walk's starts (one core's items never overlap) and on any starts (they may)
+    for s in (start, rng.integers(0, 200, (n, g * heads))):
+        assert np.allclose(_overlap_share(s, dur, owner, g), overlap_by_loop(s, dur, owner, g), rtol=0, atol=1e-12)

@@ -102,38 +102,49 @@ def _together(costs: ItemCosts, tokens: np.ndarray) -> np.ndarray:
     return costs.item_cycles(tokens, tile, together=True)
 
 
-def _starts(dur: np.ndarray, owner: np.ndarray, per_item: int) -> np.ndarray:
-    """Each item's start on its core: its core's earlier own durations plus the walk up to it."""
-    n, k = dur.shape
+def _walk(owner: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """What :func:`_starts` needs of the owners alone (the same for every pass of :func:`_blend`): each
+    batch's items sorted by core, then visiting order (padding last), and for each place in that order
+    the place of its core's first item."""
+    n, k = owner.shape
     order = np.argsort(np.where(owner >= 0, owner, owner.max() + 1) * k + np.arange(k), axis=1, kind="stable")
-    d = np.take_along_axis(dur, order, axis=1)
     o = np.take_along_axis(owner, order, axis=1)
-    before = np.cumsum(d, axis=1) - d
     first = np.ones_like(o, dtype=bool)
     first[:, 1:] = o[:, 1:] != o[:, :-1]
-    base = np.maximum.accumulate(np.where(first, np.arange(k), 0), axis=1)
+    return order, np.maximum.accumulate(np.where(first, np.arange(k), 0), axis=1)
+
+
+def _starts(dur: np.ndarray, walk: tuple[np.ndarray, np.ndarray], per_item: int) -> np.ndarray:
+    """Each item's start on its core: its core's earlier own durations plus the walk up to it."""
+    order, base = walk
+    d = np.take_along_axis(dur, order, axis=1)
+    before = np.cumsum(d, axis=1) - d
     own = before - np.take_along_axis(before, base, axis=1)
     start = np.empty_like(own)
     np.put_along_axis(start, order, own, axis=1)
-    return start + per_item * np.arange(k)
+    return start + per_item * np.arange(dur.shape[1])
 
 
 def _blend(costs: ItemCosts, items: Items, owner, passes: int = 2) -> np.ndarray:
     """Item durations (N, K) between apart and together by sibling overlap (see the module docstring)."""
     apart = items.cycles
     gain = apart - items.together
-    dur = apart
+    dur, walk = apart, _walk(owner)
     for _ in range(passes):
-        start = _starts(dur, owner, costs.per_item)
+        start = _starts(dur, walk, costs.per_item)
         dur = apart - np.round(gain * _overlap_share(start, dur, owner, costs.siblings)).astype(np.int64)
     return dur
 
 
 def _overlap_share(start, dur, owner, g: int) -> np.ndarray:
-    """(N, K): the largest share of each item's duration that one sibling on another core overlaps."""
+    """(N, K): the largest share of each item's duration that one sibling on another core overlaps.
+    The ``g`` siblings of a head are neighbours; each is paired with the others by ``g - 1`` rotations
+    (not a ``g`` x ``g`` table of pairs: the long batches of a 48-core chip hold millions of items)."""
     n, k = dur.shape
     s, e, o = (x.reshape(n, k // g, g) for x in (start, start + dur, owner))
-    both = np.minimum(e[..., :, None], e[..., None, :]) - np.maximum(s[..., :, None], s[..., None, :])
-    other = (o[..., :, None] != o[..., None, :]) & (o[..., None, :] >= 0)
-    best = np.where(other, np.maximum(both, 0), 0).max(axis=-1).reshape(n, k)
-    return np.divide(best, dur, out=np.zeros(dur.shape), where=dur > 0)
+    best = np.zeros(s.shape, np.int64)
+    for j in range(1, g):
+        s2, e2, o2 = (np.roll(x, j, axis=-1) for x in (s, e, o))
+        both = np.minimum(e, e2) - np.maximum(s, s2)
+        np.maximum(best, np.where((o != o2) & (o2 >= 0), both, 0), out=best)
+    return np.divide(best.reshape(n, k), dur, out=np.zeros(dur.shape), where=dur > 0)
