@@ -113,30 +113,14 @@ def test_on_done_is_called_once_per_transfer_at_its_completion_cycle():
                                                                   st.integers(1, 64)), min_size=1, max_size=8),
        lead=st.sampled_from([1, 7, 60, 10_000]))
 def test_a_transfer_submitted_ahead_completes_as_one_submitted_at_its_start(capacity, transfers, lead):
-    """Submitted ahead, a start that leaves every transfer at its cap has no event of its own (only its
-    completion does, and the next re-plan takes it up): the completions are those of transfers submitted
-    at their starts, which re-plan at every start, and each ``on_done`` runs at its completion cycle."""
+    """Submitted ahead (as the machine submits a DMA's data phase, its first-byte cycles early), a transfer
+    waits pending for its start's timer: the completions are those of transfers submitted at their starts,
+    and each ``on_done`` runs at its completion cycle."""
     spec = [(s, n, float(c)) for s, n, c in transfers]
     at_start, _, _ = run_bus(float(capacity), spec)
     ahead, bus, calls = run_bus(float(capacity), spec, lead=lead)
     assert ahead == at_start
     assert all(now == tr.done for now, tr in calls) and len(calls) == len(spec)
-
-
-def test_a_start_that_fills_the_bus_is_an_event_and_one_that_does_not_is_not():
-    """Two transfers under the chip's capacity together: the second's start needs no timer; a third
-    that fills the bus does (it slows the others from its start)."""
-    spec = [(0, 4000, 40), (10, 800, 40), (20, 600, 40)]
-    env = simpy.Environment()
-    bus = GmBus(env, 100.0)
-    trs = [bus.submit(*spec[0], lambda tr: None)]
-    assert bus.timer_at == 100                      # alone at its cap: 4000 / 40
-    trs.append(bus.submit(*spec[1], lambda tr: None))
-    assert bus.timer_at == 30                       # 80 of 100 bytes/cycle: its completion, not its start
-    trs.append(bus.submit(*spec[2], lambda tr: None))
-    assert bus.timer_at == 20                       # 120 > 100: everybody slowed from cycle 20
-    env.run()
-    assert [tr.done for tr in trs] == fluid_completions(100, spec) == [102, 32, 37]
 
 
 def test_submitting_for_a_cycle_already_past_is_refused():

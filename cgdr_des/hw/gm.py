@@ -8,10 +8,7 @@ share (the core's per-DMA peak, possibly reduced for an unaligned address) leave
 others. With equal caps this is ``min(cap, capacity / n)``; the aggregate never exceeds ``capacity``.
 
 Rates change only when a transfer starts or completes; at each such instant the model advances
-every active transfer's remaining bytes and re-plans the next completion. A start that leaves every
-transfer at its cap (the bus not full with it) changes no rate, so it has no event of its own: the
-next re-plan takes the transfer up at its cap from its start cycle, as an event there would have
-(on long_t2048 a quarter of the bus's timers and a third of its re-plans; the same cycles). Completion times are rounded
+every active transfer's remaining bytes and re-plans the next completion. Completion times are rounded
 up to whole cycles (a transfer with ``r`` bytes left at rate ``q`` completes ``ceil(r / q)`` cycles
 later unless rates change first). Exactness relies on the machine's invariant: a transfer is submitted
 at an env time no later than its start, so every transfer active at a given cycle is known by then.
@@ -22,7 +19,7 @@ the completion cycle, then ``on_done(transfer)`` is called from the SimPy event 
 
 from __future__ import annotations
 
-from bisect import insort
+import heapq
 from math import ceil
 from operator import attrgetter
 
@@ -56,7 +53,7 @@ class GmBus:
 
     def __init__(self, env, capacity: float) -> None:
         self.env, self.capacity = env, capacity
-        self.pending: list[tuple[int, int, Transfer]] = []   # (start, seq, transfer), sorted
+        self.pending: list[tuple[int, int, Transfer]] = []   # (start, seq, transfer) heap
         self.active: list[Transfer] = []
         self.last = 0                 # cycle the active transfers' rem was last brought up to date
         self.timer = None             # the live timer event; a superseded one fires and is ignored
@@ -71,16 +68,13 @@ class GmBus:
             raise RuntimeError(f"GM transfer submitted for cycle {start} at env time {now} (invariant broken)")
         self.seq += 1
         tr = Transfer(start, nbytes, cap, on_done, self.seq)
-        insort(self.pending, (start, tr.seq, tr))
+        heapq.heappush(self.pending, (start, tr.seq, tr))
         if start > now and self.last == now:
             # Already re-planned at ``now`` (the usual case: a DMA leaves its pipe when a transfer ends)
-            # and the new transfer starts later: nothing changes before ``start``, so the timer can
-            # only move earlier (to ``start``, or to its completion if it would not slow anyone), and
-            # not at all if it starts at or after the next event.
+            # and the new transfer starts later: by the invariant a full re-plan could only move the
+            # timer forward to ``start``.
             if self.timer_at is None or start < self.timer_at:
-                nxt = self._next_time(now)
-                if nxt is not None and (self.timer_at is None or nxt < self.timer_at):
-                    self._set_timer(nxt, now)
+                self._set_timer(start, now)
         else:
             self._plan(now)
         return tr
@@ -117,25 +111,12 @@ class GmBus:
 
     def _step(self, now: int) -> list[Transfer]:
         """Bring the model to ``now``: finish what has moved, start what is due, re-share."""
-        pending = self.pending
-        late = []
-        while pending and pending[0][0] < now:     # started where no event was: see _next_time
-            late.append(pending.pop(0)[2])
-        if late:
-            self.peak_active = max(self.peak_active, len(self.active) + len(late))
         finished = self._finish(now) if self.active else []
-        for tr in late:       # at its cap since its start, as a re-plan at the start would have set it
-            tr.rate = tr.cap
-            tr.rem -= tr.cap * (now - tr.start)
-            if tr.rem > _EPS_BYTES:
-                self.active.append(tr)
-            else:
-                tr.done = now
-                finished.append(tr)
         self.last = now
-        changed = bool(finished) or bool(late)
+        changed = bool(finished)
+        pending = self.pending
         while pending and pending[0][0] <= now:
-            tr = pending.pop(0)[2]
+            tr = heapq.heappop(pending)[2]
             if tr.nbytes <= 0:
                 tr.done = now
                 finished.append(tr)
@@ -148,30 +129,10 @@ class GmBus:
         return finished
 
     def _next_time(self, now: int) -> int | None:
-        """The next cycle the model must be brought to: the first completion, or the first start that
-        changes a rate. A start that leaves every transfer at its cap (the bus not full with it) changes
-        no one's rate: it needs no event of its own, only its completion; the next re-plan takes it up
-        as :meth:`_step` does (the same rate from the same start cycle)."""
-        nxt, top = None, 0.0
-        active = self.active
-        for tr in active:
+        nxt = self.pending[0][0] if self.pending else None
+        for tr in self.active:
             d = ceil(tr.rem / tr.rate - 1e-9)
             t = now + (d if d > 1 else 1)
-            if nxt is None or t < nxt:
-                nxt = t
-            if tr.cap > top:
-                top = tr.cap
-        n = len(active)
-        for start, _, tr in self.pending:
-            if nxt is not None and start >= nxt:
-                break
-            n += 1
-            if tr.cap > top:
-                top = tr.cap
-            if tr.nbytes <= 0 or top * n > self.capacity:
-                return start
-            d = ceil(tr.nbytes / tr.cap - 1e-9)
-            t = start + (d if d > 1 else 1)
             if nxt is None or t < nxt:
                 nxt = t
         return nxt
