@@ -73,6 +73,26 @@ def test_cost_greedy_is_the_source_scan_on_cost_weights(c):
     assert [[k for k, o in enumerate(owner) if o == core] for core in range(m)] == expected
 
 
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(rows=st.lists(st.lists(st.integers(0, 50), min_size=0, max_size=30), min_size=1, max_size=4).filter(
+           lambda rows: len({len(r) for r in rows}) == 1),
+       m=st.integers(1, 6), shift=st.integers(-3, 3))
+def test_greedy_is_every_core_replaying_is_current_block(rows, m, shift):
+    """Many batches at once, padding (weight 0) and avgloads below, at and above the source's ceil(total / m)
+    (0 and negative too): each real item is claimed by the core whose ``IsCurrentBlock`` says mine, and by
+    none when the bins run past the last core."""
+    tokens = np.array(rows, np.int64).reshape(len(rows), -1)
+    avg = np.array([max(-(-int(t.sum()) // m) + shift * 3, -1) for t in tokens], np.int64)
+    owner = owners("greedy", tokens, tokens * 7, m, avg)
+    for t, a, got in zip(tokens.tolist(), avg.tolist(), owner.tolist(), strict=True):
+        scans = [BlockScan(core, a) for core in range(len(t) + 1)]     # enough cores for every bin
+        want = []
+        for w in t:
+            mine = [core for core, scan in enumerate(scans) if scan.is_current_block(w)]
+            want.append(mine[0] if mine else -1)
+        assert got == want
+
+
 def test_padding_items_get_no_core_under_every_policy():
     tokens = np.array([[5, 0, 7, 0, 9]], np.int64)
     cost = tokens * 10 + 100

@@ -21,9 +21,13 @@ sequences, ``phase``, timing only) is simulated by two live child processes, one
 turns N times; the median of the N per-round CPU ratios is printed, and every makespan must agree.
 ``--job calibration`` pairs the item-cost calibration of the quick report's shape instead (its tables
 must agree); ``--job long`` the shipped long_t2048 at ``phase`` fidelity, timing only (one 2048-token
-sequence, 16 heads on the 300I Duo: 35,776 DataCopy calls, what the machine's DMA path costs).
-Usage: python analysis/benchmarks/bench_calibration.py [--before REV [--paired N [--job split|calibration|long]]]
+sequence, 16 heads on the 300I Duo: 35,776 DataCopy calls, what the machine's DMA path costs);
+``--job surrogate`` a tail study's surrogate alone (the report grid's heaviest point: atlas-a2-910b2,
+(32, 32, 128, 128), split V-tiles, 500 batches of 64 lognormal sequences, every policy, no checks; each
+child calibrates once before the rounds), the sum of its makespans.
+Usage: python analysis/benchmarks/bench_calibration.py [--before REV [--paired N [--job JOB]]]
                                                           [--only-split] [PROFILE ...]
+       (JOB: split, calibration, long or surrogate)
 """
 
 from __future__ import annotations
@@ -159,7 +163,8 @@ def side_by_side(rev: str) -> None:
 #: both trees must agree on. ``split``: the split launch, its makespan; ``calibration``: the item-cost
 #: calibration of the quick report's shape ((8, 8, 64, 64) on the 300I Duo, what the quick report and
 #: many tests pay for each variant), a digest of its tables; ``long``: long_t2048 timed at phase fidelity, its
-#: makespan (the scenario file of this tree, for both).
+#: makespan (the scenario file of this tree, for both); ``surrogate``: a split-tile tail study without checks, the
+#: sum of its batches' makespans over every policy.
 PAIRED_CHILDREN = {"split": r"""
 import json, sys, time
 import cgdr_des
@@ -194,6 +199,21 @@ for _ in sys.stdin:
     c0 = time.process_time()
     res = cgdr_des.simulate(sc)
     print(json.dumps([time.process_time() - c0, int(res.summary["makespan_cycles"].iloc[0])]), flush=True)
+""", "surrogate": r"""
+import json, sys, time
+from cgdr_des.scenario import Scenario
+from cgdr_des.tail import run_study
+law = {"kind": "lognormal", "median": 1024, "sigma": 0.5, "min": 1, "max": 8192}
+sc = Scenario.from_dict({"name": "paired", "hardware": {"profile": "atlas-a2-910b2",
+                         "overrides": {"flag_double_set": "counter"}},
+                         "shape": {"nk": 32, "nv": 32, "dk": 128, "dv": 128},
+                         "workload": {"batch": 64, "distribution": law},
+                         "sim": {"numerics": "off", "trace": False}, "study": {"check_batches": 0}})
+run_study(sc, batches=1)      # the calibration, once, before the rounds
+for _ in sys.stdin:
+    c0 = time.process_time()
+    study = run_study(sc, batches=500)
+    print(json.dumps([time.process_time() - c0, int(study.batches["makespan_cycles"].sum())]), flush=True)
 """}
 
 
@@ -221,6 +241,7 @@ def paired(rev: str, rounds: int, job: str = "split") -> None:
             proc.wait()
     ratio = statistics.median(a / b for a, b in zip(*cpu, strict=True))
     same = f"makespans identical ({spans.pop():,} cycles)" if job != "calibration" else "item costs identical"
+    same = same.replace("makespans identical", "makespan sums identical") if job == "surrogate" else same
     print(f"\n{job}, {rounds} rounds in turns: before ({short}) median {statistics.median(cpu[0]):.2f} s CPU, "
           f"this tree {statistics.median(cpu[1]):.2f} s; median of the per-round ratios {ratio:.2f}x; {same}")
 
