@@ -240,8 +240,8 @@ def paired(rev: str, rounds: int, job: str = "split") -> None:
             proc.stdin.close()
             proc.wait()
     ratio = statistics.median(a / b for a, b in zip(*cpu, strict=True))
-    same = f"makespans identical ({spans.pop():,} cycles)" if job != "calibration" else "item costs identical"
-    same = same.replace("makespans identical", "makespan sums identical") if job == "surrogate" else same
+    agreed, what = spans.pop(), "makespan sums" if job == "surrogate" else "makespans"
+    same = "item costs identical" if job == "calibration" else f"{what} identical ({agreed:,} cycles)"
     print(f"\n{job}, {rounds} rounds in turns: before ({short}) median {statistics.median(cpu[0]):.2f} s CPU, "
           f"this tree {statistics.median(cpu[1]):.2f} s; median of the per-round ratios {ratio:.2f}x; {same}")
 

@@ -43,7 +43,7 @@ def _scan(weights: np.ndarray, avgload: np.ndarray) -> np.ndarray:
     flat = (csum + span * np.arange(n)[:, None]).ravel()
     mark = np.zeros((n, k + 1), np.int64)   # 1 where a bin starts
     start = np.zeros(n, np.int64)
-    live = np.arange(n)[start < k]
+    live = np.arange(n if k else 0)    # the batches with items left to scan
     while live.size:
         s = start[live]
         mark[live, s] = 1
