@@ -161,15 +161,14 @@ def _no_progress(monkeypatch):
 #: the stop that wrote them): only the order in which ``.ci/run`` hands files to its workers, never a result.
 #: A file missing here, or a figure gone stale, costs wall time, not correctness.
 LONG_FILES = {
-    "tests/test_tail.py": 130, "tests/test_code_variants.py": 77, "tests/test_phase_vs_instr_variants.py": 69,
-    "tests/test_report.py": 66, "tests/test_advise.py": 43, "tests/test_phase_core_cache.py": 43,
-    "tests/test_kill_race.py": 36, "tests/test_command_outputs.py": 35, "tests/test_hw_repeat.py": 35,
-    "tests/test_simulate.py": 33, "tests/test_interrupts.py": 31, "tests/test_doc_blocks.py": 29,
-    "tests/test_calibration_cache.py": 26, "tests/test_hw_compute_run.py": 26, "tests/test_variants.py": 22,
-    "tests/test_attribution.py": 21, "tests/test_golden.py": 21, "tests/test_faults.py": 20,
-    "tests/test_sweep_executors.py": 17, "tests/test_progress.py": 14, "tests/test_advise_calibration.py": 14,
-    "tests/test_pages.py": 11, "tests/test_variants_bound.py": 11, "tests/test_tail_parallel.py": 11,
-    "tests/test_sweep_resume.py": 11,
+    "tests/test_code_variants.py": 67, "tests/test_phase_vs_instr_variants.py": 56, "tests/test_tail.py": 53,
+    "tests/test_command_outputs.py": 38, "tests/test_hw_compute_run.py": 35, "tests/test_kill_race.py": 34,
+    "tests/test_report.py": 34, "tests/test_hw_repeat.py": 34, "tests/test_advise.py": 32,
+    "tests/test_doc_blocks.py": 31, "tests/test_interrupts.py": 31, "tests/test_simulate.py": 29,
+    "tests/test_faults.py": 24, "tests/test_golden.py": 24, "tests/test_phase_core_cache.py": 23,
+    "tests/test_calibration_cache.py": 20, "tests/test_variants.py": 18, "tests/test_sweep_executors.py": 17,
+    "tests/test_progress.py": 16, "tests/test_attribution.py": 15, "tests/test_repeat_memo.py": 13,
+    "tests/test_pages.py": 12, "tests/test_sweep_resume.py": 10,
 }
 
 

@@ -131,8 +131,11 @@ def _drawing(drawn: dict[str, dict]):
 
     def record(fig, fname, *args, **kwargs):
         saved = savefig(fig, fname, *args, **kwargs)
-        fig.set_dpi(kwargs.get("dpi") or fig.dpi)  # laid out and measured as the PNG was drawn
-        fig.canvas.draw()
+        # measured as the PNG was drawn: at its DPI, with the positions its layout pass left (laid out
+        # again they would be the same), the artists placed by a draw that paints no pixel
+        fig.set_dpi(kwargs.get("dpi") or fig.dpi)
+        fig.set_layout_engine("none")
+        fig.draw_without_rendering()
         path = re.sub(r"/\.([^/]+)\.\d+\.tmp\.png$", r"/\1", Path(fname).as_posix())  # a sweep's, before its rename
         drawn[path] = {"titles": [fig.get_suptitle(), *(ax.get_title(loc) for ax in fig.axes
                                                         for loc in ("left", "center", "right"))],
