@@ -27,6 +27,14 @@ from cgdr_des.integers import ceil_div
 OPTIMAL_MAX_ITEMS = 20
 
 
+def _end_to_end(csum: np.ndarray, reach: int) -> tuple[np.ndarray, int]:
+    """The rows of prefix sums ``csum`` (``(N, K + 1)``, nondecreasing) laid end to end as one sorted array,
+    row r shifted by ``r * span``, and ``span``: past every value by more than ``reach`` (a row's sum plus
+    at most ``reach`` never reaches the next row), so one ``searchsorted`` answers for every row at once."""
+    span = int(csum[:, -1].max(initial=0)) + max(reach, 0) + 1
+    return (csum + span * np.arange(len(csum))[:, None]).ravel(), span
+
+
 def _scan(weights: np.ndarray, avgload: np.ndarray) -> np.ndarray:
     """``IsCurrentBlock`` vectorised over batches: a bin closes at the item that brings it to avgload.
 
@@ -39,8 +47,7 @@ def _scan(weights: np.ndarray, avgload: np.ndarray) -> np.ndarray:
     csum = np.zeros((n, k + 1), np.int64)
     np.cumsum(weights, axis=1, out=csum[:, 1:])
     avg = np.broadcast_to(np.asarray(avgload, np.int64), (n,))
-    span = int(csum[:, -1].max(initial=0)) + max(int(avg.max(initial=0)), 0) + 1  # rows never mix
-    flat = (csum + span * np.arange(n)[:, None]).ravel()
+    flat, span = _end_to_end(csum, int(avg.max(initial=0)))
     mark = np.zeros((n, k + 1), np.int64)   # 1 where a bin starts
     start = np.zeros(n, np.int64)
     live = np.arange(n if k else 0)    # the batches with items left to scan
@@ -140,9 +147,8 @@ def _fill(csum: np.ndarray, limit: np.ndarray, most: int, owner: bool = False):
     than a Python step per item (the item loop was half of a tail study's time at B = 64).
     """
     n, k1 = csum.shape
-    span = int(csum[:, -1].max()) + int(limit.max()) + 1  # every row's values below the next row's
+    flat, span = _end_to_end(csum, int(limit.max()))
     rows = np.arange(n)
-    flat = (csum + span * rows[:, None]).ravel()
     start = np.zeros(n, np.int64)
     parts = np.zeros(n, np.int64)
     mark = np.zeros((n, k1), np.int64) if owner else None
