@@ -126,3 +126,21 @@ def test_a_profile_file_is_parsed_once_per_text_and_reread_when_it_changes(tmp_p
     assert load_profile(path).clock_mhz == 1000
     bumped = load_profile(path, {"flag_cycles": first.flag_cycles + 1})
     assert bumped.flag_cycles == first.flag_cycles + 1 and load_profile(path).flag_cycles == first.flag_cycles
+
+
+def test_the_parsed_document_is_shared_by_no_caller():
+    """The TOML of a profile is parsed once and kept (a sweep builds a profile with overrides at every
+    point); what read_doc hands out, and what an override of a nested table merges into, are copies:
+    editing either changes no later load."""
+    from cgdr_des.hw.profile import read_doc
+
+    base = load_profile("atlas-300i-duo")
+    doc, _ = read_doc("atlas-300i-duo")
+    doc["fields"]["clock_mhz"]["value"] = 1
+    doc["fields"]["vec_width"]["value"]["Mul"]["fp32"] = 1
+    assert read_doc("atlas-300i-duo")[0]["fields"]["clock_mhz"]["value"] == base.clock_mhz == 1060
+    wider = load_profile("atlas-300i-duo", {"vec_width": {"Mul": {"fp32": 128}}, "flag_cycles": 3})
+    again = load_profile("atlas-300i-duo", {"flag_cycles": 3})
+    assert wider.vec_width["Mul"]["fp32"] == 128 and wider.clock_mhz == 1060
+    assert again.vec_width["Mul"]["fp32"] == base.vec_width["Mul"]["fp32"] == 64
+    assert read_doc("atlas-300i-duo")[0]["fields"]["vec_width"]["value"]["Mul"]["fp32"] == 64

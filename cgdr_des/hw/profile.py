@@ -25,6 +25,7 @@ values (nested tables such as ``vec_width`` are merged key by key) and their sou
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
@@ -350,7 +351,7 @@ def _read(name_or_path: str | Path) -> tuple[str, str]:
 def read_doc(name_or_path: str | Path) -> tuple[dict, str]:
     """A profile's TOML document (a fresh dict) and where it came from."""
     text, where = _read(name_or_path)
-    return _loads(text, where), where
+    return copy.deepcopy(_parsed(text, where)), where
 
 
 def _loads(text: str, where: str) -> dict:
@@ -392,14 +393,22 @@ def load_profile(name_or_path: str | Path = "atlas-300i-duo", overrides: Mapping
     text, where = _read(name_or_path)
     if not overrides:
         return _from_text(text, where)
-    return _build(_loads(text, where), where, overrides)
+    return _build(copy.deepcopy(_parsed(text, where)), where, overrides)
+
+
+@lru_cache(maxsize=16)
+def _parsed(text: str, where: str) -> dict:
+    """A file's TOML document, parsed once per (text, origin) and never handed out itself (callers
+    take a deep copy): a sweep or a report builds a profile with overrides for every point, and
+    parsing (~20 ms) was most of it."""
+    return _loads(text, where)
 
 
 @lru_cache(maxsize=64)
 def _from_text(text: str, where: str) -> Profile:
     """The Profile a file's text gives, parsed once per (text, origin): a Profile is frozen, and a
     sweep, the op API or a test run loads the same few again and again (parsing costs ~5 ms)."""
-    return _build(_loads(text, where), where, None)
+    return _build(copy.deepcopy(_parsed(text, where)), where, None)
 
 
 def _build(doc: dict, where: str, overrides: Mapping | None) -> Profile:
