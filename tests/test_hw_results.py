@@ -125,3 +125,16 @@ def test_records_before_any_tag_have_an_empty_phase():
     r = machine().run([[Scalar("alu"), Tag("P1", 1, 2, 3, 4), Scalar("alu")]])
     assert [row[3:8] for row in r.ops] == [("", -1, -1, -1, -1), ("P1", 1, 2, 3, 4)]
     assert [sp[1:6] for sp in r.spans] == [("", -1, -1, -1, -1), ("P1", 1, 2, 3, 4)]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(chip, st.booleans())
+def test_op_columns_are_the_ops_rows_read_by_column(programs, rows_first):
+    """``op_columns`` (what the ops frame is built from) holds, per OP_COLUMNS name, that column of the
+    ``ops`` tuples, whether the tuples were built before or not."""
+    a, b = machine().run(programs), machine().run(programs)
+    if rows_first:
+        assert a.ops is not None
+    cols = a.op_columns()
+    assert list(cols) == list(OP_COLUMNS)
+    assert list(zip(*cols.values(), strict=True)) == b.ops

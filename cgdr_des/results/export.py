@@ -34,6 +34,7 @@ from cgdr_des.results.page import write_index
 from cgdr_des.results.plots import plot_run
 from cgdr_des.results.result import Result
 from cgdr_des.results.trace import trace_from_result, trace_notes, write_trace
+from cgdr_des.runtime import no_cyclic_gc
 
 FRAMES = ("ops", "items", "cores", "summary")
 SCENARIO_FILE = "scenario.resolved.json"
@@ -55,7 +56,15 @@ def write_files(result: Result, out: Path, *, csv: bool = False, trace: bool = T
                 plots: bool = True) -> tuple[dict[str, Path], list[str]]:
     """Write ``result``'s files into the existing directory ``out`` (no manifest, not atomic: the
     caller stages ``out``, as :func:`write_results` does). Returns {label: path} and the console
-    notes about what the trace leaves out (``trace_notes``)."""
+    notes about what the trace leaves out (``trace_notes``). The cyclic garbage collector is off
+    meanwhile: the ops frame, the trace and the plots make millions of objects, and a collection
+    walks them all (the figures' few cycles are collected after)."""
+    with no_cyclic_gc():
+        return _write_files(result, out, csv=csv, trace=trace, plots=plots)
+
+
+def _write_files(result: Result, out: Path, *, csv: bool, trace: bool,
+                 plots: bool) -> tuple[dict[str, Path], list[str]]:
     written: dict[str, Path] = {}
     for name in FRAMES:
         frame = getattr(result, name)

@@ -60,20 +60,25 @@ def build_result(run: Any, assignment: Sequence[Sequence[Any]], *, meta: dict[st
     cores = cores_frame(run.cores, items)
     meta = {**meta, "clock_mhz": float(clock_mhz)}
     summary = summary_frame(run.makespan, items, cores, provenance(meta, scenario), clock_mhz)
-    return Result(ops=lambda: ops_frame(run.ops, spans), items=items, cores=cores, summary=summary,
+    op_columns = getattr(run, "op_columns", None)   # the machine's ops by column; tuples from other runs
+    return Result(ops=lambda: ops_frame(op_columns() if op_columns is not None else run.ops, spans), items=items,
+                  cores=cores, summary=summary,
                   outputs=dict(outputs) if outputs else {"out": None, "final_state": None},
                   scenario=scenario, tiling=tiling, meta=meta)
 
 
 def _records_frame(rows: Sequence[tuple], columns: Sequence[str]) -> pd.DataFrame:
     """Tuples -> frame, column by column: ints as int64, labels as categoricals (compact, fast Parquet)."""
-    if not rows:
-        return pd.DataFrame({c: pd.Categorical([]) if c in _TEXT else np.zeros(0, np.int64) for c in columns})
-    data = {}
-    for i, name in enumerate(columns):
-        col = [r[i] for r in rows]  # per-column comprehension: several times faster than zip(*rows) here
-        data[name] = _categorical(col) if name in _TEXT else np.asarray(col, dtype=np.int64)
-    return pd.DataFrame(data)
+    # per-column comprehension: several times faster than zip(*rows) here
+    return _columns_frame({name: [r[i] for r in rows] for i, name in enumerate(columns)})
+
+
+def _columns_frame(cols: dict[str, list]) -> pd.DataFrame:
+    """One list per column -> frame: ints as int64, labels as categoricals."""
+    if not next(iter(cols.values()), None):
+        return pd.DataFrame({c: pd.Categorical([]) if c in _TEXT else np.zeros(0, np.int64) for c in cols})
+    return pd.DataFrame({name: _categorical(col) if name in _TEXT else np.asarray(col, dtype=np.int64)
+                         for name, col in cols.items()})
 
 
 def _categorical(col) -> pd.Categorical:
@@ -95,10 +100,13 @@ def spans_frame_from_columns(columns: dict) -> pd.DataFrame:
                          for name in SPAN_COLUMNS})
 
 
-def ops_frame(ops: Sequence[tuple], spans: pd.DataFrame) -> pd.DataFrame:
-    """Executed operations, or the spans standing in for them (``aggregated`` True) when none were kept."""
+def ops_frame(ops: Sequence[tuple] | dict[str, list], spans: pd.DataFrame) -> pd.DataFrame:
+    """Executed operations (:data:`OP_COLUMNS` tuples, or one list per column), or the spans standing in
+    for them (``aggregated`` True) when none were kept."""
+    if isinstance(ops, dict):
+        ops = ops if ops["core"] else []
     if len(ops):
-        df = _records_frame(ops, OP_COLUMNS)
+        df = _columns_frame(ops) if isinstance(ops, dict) else _records_frame(ops, OP_COLUMNS)
         df["n_ops"] = np.ones(len(df), np.int64)
         df["aggregated"] = False
         return df
