@@ -1,7 +1,7 @@
 """What many test files share: the repository's paths, the tiny scenario, and results worth computing once.
 
 Test modules import the constants (``from conftest import TINY, SCENARIOS``; pytest puts ``tests/`` on
-``sys.path``) and request the fixtures by name. Tests that take over ~10 s carry ``@pytest.mark.slow``:
+``sys.path``) and request the fixtures by name. Tests that take over ~1 s carry ``@pytest.mark.slow``:
 ``python -m pytest -m "not slow"`` is the inner loop, CI runs everything.
 """
 

@@ -144,6 +144,7 @@ def test_same_seed_same_frames():
     assert not a.batches["makespan_us"].equals(c.batches["makespan_us"])
 
 
+@pytest.mark.slow
 def test_a_fixed_batch_is_one_batch():
     sc = _scenario()
     data = sc.model_dump(mode="json", exclude_none=True)
@@ -156,6 +157,7 @@ def test_a_fixed_batch_is_one_batch():
     assert sorted(adv.batches["makespan_us"]) == sorted(ran["p99_us"])
 
 
+@pytest.mark.slow
 def test_a_sweep_point_can_be_an_advise(tmp_path):
     (tmp_path / "tiny.toml").write_text(TINY, encoding="utf-8")
     (tmp_path / "s.toml").write_text('name = "s"\nbase = "tiny.toml"\nkind = "advise"\nframes = ["points"]\n'
@@ -193,6 +195,7 @@ def test_bad_input_is_one_line_and_nothing_written(tmp_path, args, prefix):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.slow
 def test_a_kernel_diagnostic_at_a_profile_point_is_counted_not_fatal(monkeypatch):
     from cgdr_des.advise import costs as item
     from cgdr_des.errors import KernelDiagnostic
@@ -250,6 +253,7 @@ def test_tied_policies_are_one_bar_and_different_ones_stay_apart(tmp_path):
     assert plot_gains(table, tmp_path / "g.png", {}).is_file()
 
 
+@pytest.mark.slow
 def test_a_probe_is_launched_once_per_profile_point_then_read_from_the_cache(tmp_path, monkeypatch):
     """Advices of several length laws on one shape share their probes (the report's advise sweep): the
     second ask reads the cached launch, whose durations are the launch's; another profile point launches."""

@@ -30,6 +30,7 @@ def test_variant_key_lists_only_what_differs_from_the_source():
     assert variant_key({"prefetch": True, "keep_tiling": False}) == (("prefetch", True),)
 
 
+@pytest.mark.slow
 def test_two_variants_get_their_own_tables_and_keys(cache):
     prof = load_profile("atlas-300i-duo")
     base = measure_item_costs(prof, *SHAPE, run_launch)

@@ -53,6 +53,7 @@ def small_scenario(fidelity: str, **kernel):
         "kernel": kernel, "sim": {"fidelity": fidelity}})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fidelity", ["instr", "phase"])
 @pytest.mark.parametrize("kernel", [{}, {"prefetch": True, "state_double_buffer": True}])
 def test_attribution_equals_a_per_cycle_painting(fidelity, kernel):
@@ -63,6 +64,7 @@ def test_attribution_equals_a_per_cycle_painting(fidelity, kernel):
     assert sum(want[p] for p in PARTS) == got.makespan == int(res.summary["makespan_cycles"].iloc[0])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["small", "representative", "low_head_dv256", *SHORT])
 def test_parts_add_up_to_the_makespan_on_every_shipped_scenario(name, shipped_result):
     """Whole runs for the three quick scenarios (small at its own instr fidelity), shortened runs

@@ -377,6 +377,7 @@ def test_out_holds_other_files(tmp_path, stub):
     assert (tmp_path / "mine" / "thesis.tex").read_text(encoding="utf-8") == "x"
 
 
+@pytest.mark.slow
 def test_out_holds_a_previous_output_without_force(tmp_path, stub):
     sc = write(tmp_path, BASE)
     assert invoke("run", sc, "--out", tmp_path / "o")[0].exit_code == 0

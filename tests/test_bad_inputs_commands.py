@@ -384,6 +384,7 @@ def test_a_full_disk_is_one_line_naming_out_and_leaves_nothing(d, command, monke
     assert set(tree(d)) - before == {".o.cgdr-lock"}  # the lock file, which the next run takes; no output
 
 
+@pytest.mark.slow
 def test_every_writing_command_records_itself(d):
     for command in ("sensitivity", "measured", "calibrate"):
         extra = ["--fields", "vec_pipe_delay_cycles"] if command == "sensitivity" else []

@@ -48,6 +48,7 @@ def measured(tmp_path_factory):
     return tmp, _measured(_scenarios(tmp), TRUTH)
 
 
+@pytest.mark.slow
 def test_recovers_a_known_perturbation(measured):
     _, ms = measured
     fit = calibrate(build_problem(ms, list(TRUTH), load_scenario), loo=False)

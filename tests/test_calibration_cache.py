@@ -52,6 +52,7 @@ def measure(prof=None, shape=SHAPE, runner=counting_run):
     return measure_item_costs(prof or load_profile("atlas-300i-duo"), *shape, runner)
 
 
+@pytest.mark.slow
 def test_a_second_process_reads_the_costs_without_running_a_launch(cache):
     first = measure()
     assert len(LAUNCHES) == 2  # the calibration run and the one-sequence run
@@ -82,6 +83,7 @@ def fake_calibration(cache, monkeypatch, table):
     return calls
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("change", [
     "override", "nk", "nv", "dk", "dv", "has_gamma", "buffer_num", "profile", "runner", "version", "source"])
 def test_every_fingerprint_input_changes_the_key(fake_calibration, monkeypatch, change):

@@ -97,6 +97,7 @@ def test_plot_of_a_directory_without_results(tmp_path):
     assert_one_line_error(invoke("plot", tmp_path), "DIRECTORY")
 
 
+@pytest.mark.slow
 def test_plot_redraws_a_written_run(tmp_path):
     from test_results_export import result  # a hand-built run (tests/ is on sys.path)
 
@@ -114,6 +115,7 @@ def test_compare_rejects_a_bad_buffer_num(tmp_path):
     assert_one_line_error(res, "--buffer-num")
 
 
+@pytest.mark.slow
 def test_run_writes_results_and_prints_a_summary(tmp_path):
     out = tmp_path / "out"
     res = invoke("run", scenario_file(tmp_path, GOOD), "--out", out, "--csv")
@@ -124,6 +126,7 @@ def test_run_writes_results_and_prints_a_summary(tmp_path):
     assert "makespan" in res.stdout and "cycles" in res.stdout and "imbalance" in res.stdout
 
 
+@pytest.mark.slow
 def test_compare_runs_each_buffer_num(tmp_path):
     out = tmp_path / "cmp"
     res = invoke("compare", scenario_file(tmp_path, GOOD), "--buffer-num", "1", "2", "--out", out)
@@ -163,6 +166,7 @@ def test_run_command_with_a_stub_simulator(tmp_path, monkeypatch):
     assert (out / "core_load.png").exists()
 
 
+@pytest.mark.slow
 def test_compare_command_with_a_stub_simulator(tmp_path, monkeypatch):
     import pandas as pd
 

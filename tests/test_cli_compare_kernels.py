@@ -6,10 +6,12 @@ vector path), so the Cube program uses M and MTE1 and the vector program does no
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 from conftest import TINY
 from test_bad_inputs import assert_refused, invoke
 
 
+@pytest.mark.slow
 def test_compare_kernels_writes_the_frames_and_prints_the_table(tmp_path):
     path = tmp_path / "tiny.toml"
     path.write_text(TINY, encoding="utf-8")

@@ -57,6 +57,7 @@ def _shapes():
         yield pytest.param(dk, dv, marks=[pytest.mark.slow] if slow else [], id=f"dk{dk}-dv{dv}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("numerics", ["kernel", "exact"])
 @pytest.mark.parametrize("dk,dv", list(_shapes()))
 def test_outputs_are_the_baselines_bit_for_bit(dk, dv, numerics):
@@ -72,6 +73,7 @@ def test_outputs_are_the_baselines_bit_for_bit(dk, dv, numerics):
     np.testing.assert_array_equal(res.final_state, base.final_state)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("numerics", ["kernel", "exact"])
 def test_each_variant_alone_keeps_the_outputs(numerics):
     """dk = dv = 64 (one tile, the 5HD branch; dv = 128 here was the same branch at twice the records)."""
@@ -89,6 +91,7 @@ def scenario(fidelity, dk=64, dv=64, lengths=(70, 9), **kernel):
                                "sim": {"fidelity": fidelity}})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("others", [{}, {"buffer_num": 2, "prefetch": True, "state_double_buffer": True,
                                          "keep_tiling": True}])
 def test_the_machine_runs_code_all_alone_and_with_the_buffering_variants(others):
@@ -267,6 +270,7 @@ def check(base: Counter, got: Counter, want: dict):
     assert not wrong, wrong
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", SINGLE)
 @pytest.mark.parametrize("dk,dv", [(128, 128), (256, 64), (64, 192)])
 def test_per_phase_counts_equal_the_formulas(name, dk, dv):
@@ -293,6 +297,7 @@ def test_per_phase_counts_equal_the_formulas(name, dk, dv):
         check(base[c], got[c], per_phase)
 
 
+@pytest.mark.slow
 def test_code_all_is_the_sum_of_its_parts():
     """The six edits touch disjoint records: code_all's counts are the baseline's plus each delta."""
     base, tiling = chunk_counts([133], 128, 128)
@@ -306,6 +311,7 @@ def test_code_all_is_the_sum_of_its_parts():
         check(base[c], got[c], total)
 
 
+@pytest.mark.slow
 def test_compare_runs_code_variants_side_by_side(tmp_path):
     text = ('name = "cv"\n[shape]\nnk = 1\nnv = 1\ndk = 64\ndv = 64\n[workload]\nlengths = [8]\n'
             '[sim]\nnumerics = "off"\ntrace = false\n[output]\nplots = false\n')  # the table is what is read
@@ -336,6 +342,7 @@ def test_a_buffering_overflow_with_the_code_variants_is_the_same_one_line_with_t
     assert "157184 bytes more than the 253952" in msgs[1]
 
 
+@pytest.mark.slow
 def test_state_rows_2d_merges_the_state_double_buffers_row_dmas_too():
     """With the state double buffer, the write-back and read-back from stateNextFp32 are one 2-D
     DataCopy each: (dk - 1) fewer DMAs per copy, the same bytes (three chunks: 2 write-backs, 2 reads)."""

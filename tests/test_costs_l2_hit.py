@@ -8,6 +8,7 @@ recent L2 lines), else ``dcache_miss_cycles``. Off by default: every miss to GM,
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from test_hw_support import rows, run
 
 from cgdr_des.hw import Machine, load_profile
@@ -77,6 +78,7 @@ def _kernel_programs(prof, lengths=(100, 30)):
     return [core_program(launch, i) for i in range(launch.block_dim)]
 
 
+@pytest.mark.slow
 def test_on_the_kernel_the_scalar_unit_saves_exactly_its_l2_hits_times_the_difference():
     """Busy scalar time (stalls excluded) differs by l2_hits x (miss - hit cost) and by nothing else:
     the DCache's hits and misses do not depend on timing."""

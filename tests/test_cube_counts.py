@@ -136,6 +136,7 @@ def test_tail_chunk_runs_the_vector_path():
     assert c["Scalar"] and c["ScalarGm"] == L * dk  # the state update's K reads
 
 
+@pytest.mark.slow
 def test_small_ub_puts_the_128_bucket_on_the_vector_path():
     """240 KiB of UB: vStep 112 < dv, so two V-tile items per head, each its own vector chunk."""
     c = per_chunk(ub=240 * 1024, t=128)[1]

@@ -79,6 +79,7 @@ def test_pre1174_race_reported_and_the_final_program_clean():
     assert res.summary.iloc[0]["makespan_cycles"] > 0
 
 
+@pytest.mark.slow
 def test_a_whole_cube_launch_is_timed_and_busy_m_matches_the_mmads():
     """representative under the Cube-era kernel: core 0's M pipe is busy exactly the issue cycles of
     its 4 chunks x 42 Mmads, and phase fidelity is within 1 % of instr."""

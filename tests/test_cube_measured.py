@@ -91,6 +91,7 @@ def test_kernel_version_in_the_scenario():
         Scenario.from_dict({**TINY, "kernel": {"kernel_version": "gpu"}})
 
 
+@pytest.mark.slow
 def test_program_counts_of_both_kernels():
     """Core 0 of representative holds 2 heads x 2 chunks: 4 x 42 Mmads under the Cube-era kernel, no
     Mmad and 4 x (T(63) + T(64)) DotFp32 reductions under the vector-only kernel."""
@@ -102,6 +103,7 @@ def test_program_counts_of_both_kernels():
     assert cube["scalar_gm_reads"] < vec["scalar_gm_reads"] / 100
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("ub", "cube_phase"), [(253_952, "C6a_AttnCube"), (240 * 1024, "C6a_AttnVector")])
 def test_compare_kernels(ub, cube_phase):
     """Both programs timed, the Cube-era one on its fast path (profile UB) or its vector path (240 KiB):

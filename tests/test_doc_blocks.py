@@ -122,6 +122,7 @@ def scratch(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("block", python_blocks(), ids=lambda b: b.where)
 def test_python_block_runs(block: Block, scratch: Path):
     script = scratch / "block.py"

@@ -160,6 +160,7 @@ def kill(proc: subprocess.Popen) -> None:
     proc.wait(timeout=30)
 
 
+@pytest.mark.slow
 def test_sigkill_mid_write_leaves_no_output_and_plot_refuses(tmp_path):
     out, sc = tmp_path / "o", write(tmp_path, KERNEL)
     kill(start_slow_run(sc, out))
@@ -172,6 +173,7 @@ def test_sigkill_mid_write_leaves_no_output_and_plot_refuses(tmp_path):
     assert invoke("plot", out).exit_code == 0
 
 
+@pytest.mark.slow
 def test_sigkill_while_replacing_keeps_the_previous_output_whole(tmp_path):
     out, sc = tmp_path / "o", write(tmp_path, KERNEL)
     assert invoke("run", sc, "--out", out).exit_code == 0
@@ -182,6 +184,7 @@ def test_sigkill_while_replacing_keeps_the_previous_output_whole(tmp_path):
     assert invoke("plot", out).exit_code == 0
 
 
+@pytest.mark.slow
 def test_a_second_run_into_the_same_out_is_refused_while_the_first_runs(tmp_path, stub):
     out, sc = tmp_path / "o", write(tmp_path, KERNEL)
     first = start_slow_run(sc, out)
@@ -193,6 +196,7 @@ def test_a_second_run_into_the_same_out_is_refused_while_the_first_runs(tmp_path
     assert invoke("run", sc, "--out", out).exit_code == 0
 
 
+@pytest.mark.slow
 def test_rerun_replaces_the_previous_output_whole(tmp_path, stub):
     from test_results_export import result
 
@@ -205,6 +209,7 @@ def test_rerun_replaces_the_previous_output_whole(tmp_path, stub):
     assert read_result(out).out is None
 
 
+@pytest.mark.slow
 def test_symlinks_inside_a_previous_output_are_not_followed(tmp_path, stub):
     from test_results_export import result
 
@@ -258,6 +263,7 @@ def test_scenario_nan_is_a_diagnostic_unless_kept(tmp_path, monkeypatch):
     assert res.exit_code == 0 and "warning    non-finite output: first at out[token " in res.stderr
 
 
+@pytest.mark.slow
 def test_a_cut_trace_says_so(tmp_path, stub):
     doc = {**BASE, "sim": {"numerics": "off", "max_trace_events": 3}}
     res = invoke("run", write(tmp_path, doc), "--out", tmp_path / "o")
@@ -266,6 +272,7 @@ def test_a_cut_trace_says_so(tmp_path, stub):
     assert "trace cut at 3 events" in note and "later events dropped" in note and "trace_window" in note
 
 
+@pytest.mark.slow
 def test_a_trace_window_after_the_run_says_so(tmp_path, stub):
     doc = {**BASE, "sim": {"numerics": "off", "trace_window": [10**12, 10**12 + 5]}}
     res = invoke("run", write(tmp_path, doc), "--out", tmp_path / "o")

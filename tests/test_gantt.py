@@ -98,6 +98,7 @@ def invoke(*args):
     return CliRunner().invoke(main, [str(a) for a in args])
 
 
+@pytest.mark.slow
 def test_run_prints_a_note_naming_what_the_gantt_shows(run, tmp_path):
     path = tmp_path / "s.toml"
     path.write_text('name = "gantt"\n[shape]\nnk = 1\nnv = 2\ndk = 64\ndv = 64\n[workload]\n'
@@ -112,6 +113,7 @@ def test_run_prints_a_note_naming_what_the_gantt_shows(run, tmp_path):
     assert (tmp_path / "o" / f"gantt_core{view.core}.png").is_file()
 
 
+@pytest.mark.slow
 def test_plot_draws_the_core_and_window_asked_for(run, run_dir):
     c = clock(run)
     other = 1 - last_core(run.cores)  # the launch has cores 0 and 1
@@ -125,6 +127,7 @@ def test_plot_draws_the_core_and_window_asked_for(run, run_dir):
     assert f"{n:,} operations" in note
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, option", [
     (["--core", 2], "--core"), (["--core", "x"], "--core"), (["--core", -1], "--core"),
     (["--window", "5"], "--window"), (["--window", "5:1"], "--window"), (["--window", "-1:3"], "--window"),
@@ -144,6 +147,7 @@ def test_a_refused_plot_leaves_the_directory_as_it_was(run_dir):
     assert np.all([p.is_file() for p in run_dir.glob("*.png")])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt, magic", [("svg", b"<?xml"), ("pdf", b"%PDF")])
 def test_plot_format_writes_a_vector_copy_beside_every_png(run_dir, tmp_path, fmt, magic):
     """``plot --format``: each PNG keeps its place (the page inlines it) and gains a vector twin, both

@@ -57,6 +57,7 @@ def test_shipped_scenario_times_to_the_cycle(name, shipped_result):
     assert_golden(shipped_result(name), GOLDEN[name])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(SHORT_GOLDEN))
 def test_shortened_shipped_scenario_times_to_the_cycle(name, shipped_result):
     assert_golden(shipped_result(name, short=True), SHORT_GOLDEN[name])

@@ -103,6 +103,7 @@ def _scenario_phases(name: str, lengths: list[int]):
     return prof, launch_phases(launch, range(launch.block_dim))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "lengths"), [("small", [64]), ("representative", [40]), ("low_head_dv256", [24])])
 def test_shipped_scenario_runs_time_identically(name, lengths):
     prof, phases = _scenario_phases(name, lengths)
@@ -110,6 +111,7 @@ def test_shipped_scenario_runs_time_identically(name, lengths):
     assert_compiles_agree(prof, phases)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("L", [1, 2, 3, 37, 64])
 def test_kernel_chunk_runs_time_identically(L):
     x = make_inputs([L], 1, 1, 128, 128, seed=0)
@@ -183,6 +185,7 @@ def _outcome(fn):
         return "raises"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("policy", POLICIES)
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs, knobs, st.lists(st.integers(0, 2048), max_size=6))

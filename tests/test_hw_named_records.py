@@ -74,6 +74,7 @@ def _unpackings(tree: ast.AST):
                 yield getattr(fn, "name", "<module>"), node.lineno
 
 
+@pytest.mark.slow
 def test_no_module_unpacks_a_record_by_position_but_the_documented_loops():
     counts: dict = {}
     for path in _modules():

@@ -223,6 +223,7 @@ def _machine_rows(program, overrides):
     return sorted((row[1], row[2], row[8], row[9]) for row in r.ops), r
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs, knobs)
 def test_machine_matches_the_cycle_driven_reference(program, overrides):

@@ -73,6 +73,7 @@ def timed_both(prof, records: list):
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("policy", POLICIES)
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs, programs, programs, st.integers(2, 60), st.integers(2, 5), st.booleans(), knobs)
@@ -145,6 +146,7 @@ def launch_phases_with(launch, recorder):
     return recorder.phases
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("L", "dk", "dv"), [(1, 128, 128), (2, 128, 128), (3, 128, 128), (37, 128, 128),
                                             (64, 128, 128), (64, 63, 96), (19, 256, 64)])
 def test_the_kernels_loops_compile_as_their_expansion(L, dk, dv):
@@ -189,6 +191,7 @@ def _declared(body: list, i: int, stride: int, exps: list[float]) -> list:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("policy", POLICIES)
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs, programs, st.integers(2, 80), st.sampled_from([0, 2, 8, 64, 200]),
@@ -247,6 +250,7 @@ def test_scalarexp_costs_that_vary_in_the_lead_are_extrapolated_as_delays():
 accesses = st.lists(st.tuples(st.integers(0, 600), st.integers(0, 80), st.booleans()), max_size=40)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(accesses, accesses, st.sampled_from([64, 128, 256, 4096]))
 @example([], [(0, 1, False), (64, 0, False)], 4096)     # a 0-byte access at the end of the previous line

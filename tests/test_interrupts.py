@@ -143,6 +143,7 @@ def started_sweep(tmp_path: Path, early: bool = False) -> Command:
     return cmd
 
 
+@pytest.mark.slow
 def test_a_sigkilled_sweep_leaves_no_process(tmp_path):
     cmd = started_sweep(tmp_path)
     workers = workers_of(cmd)
@@ -155,6 +156,7 @@ def test_a_sigkilled_sweep_leaves_no_process(tmp_path):
                for pid in workers)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("send", "early", "code", "first"), [
     ("group", False, 130, "interrupted: sweep stopped"),  # a terminal's Ctrl-C reaches the whole process group
     ("group", True, 130, "interrupted: sweep stopped"),   # ... while the workers are still starting up
@@ -177,6 +179,7 @@ def test_an_interrupted_sweep_says_one_line_and_ends_its_workers(tmp_path, send,
     assert status.exit_code == 0 and "failed 0" in status.stdout, status.output
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["SIGKILL", "Ctrl-C"])
 def test_a_tail_study_stopped_while_its_checks_run_on_workers_leaves_no_process(tmp_path, how):
     """The checks' pool is the sweep's (cgdr_des/pool.py): the same guarantee, seen from ``tail --workers``."""
@@ -199,6 +202,7 @@ def test_a_tail_study_stopped_while_its_checks_run_on_workers_leaves_no_process(
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("command", "sig", "previous"), [
     ("run", signal.SIGINT, False), ("run", signal.SIGINT, True), ("tail", signal.SIGINT, False),
     ("run", signal.SIGTERM, False), ("run", signal.SIGTERM, True)])

@@ -101,6 +101,7 @@ def test_each_item_runs_its_chunks_in_order_each_with_every_phase_then_every_til
                 assert all(t.vtile == (vt if split else -1) for t in in_chunk[:k])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", LAUNCHES)
 def test_every_core_reads_every_length_twice(name):
     launch = launch_of(name)

@@ -20,6 +20,7 @@ from cgdr_des.scenario import Scenario
 from cgdr_des.timing.profile_toml import toml_value
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, derandomize=True)
 @given(v=values)
 def test_a_toml_value_reads_back_as_itself(v):

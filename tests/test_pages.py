@@ -104,6 +104,7 @@ def test_run_page_names_the_makespan_and_the_critical_core(tmp_path, stubbed):
     assert f"Core {int(cores['core'][cores['finish'].to_numpy().argmax()])} finishes last" in answer
 
 
+@pytest.mark.slow
 def test_plot_rewrites_the_run_page_and_keeps_its_command_line(tmp_path, stubbed):
     out = tmp_path / "run"
     invoke("run", scenario_file(tmp_path, GOOD), "--out", out)
@@ -120,6 +121,7 @@ def test_plot_rewrites_the_run_page_and_keeps_its_command_line(tmp_path, stubbed
     assert [x for x in after.splitlines() if line in x] == recorded  # not plot's own command line
 
 
+@pytest.mark.slow
 def test_compare_page_names_the_fastest_setting_and_every_setting_s_plots(tmp_path, stubbed):
     out = tmp_path / "cmp"
     invoke("compare", scenario_file(tmp_path, GOOD), "--buffer-num", "1", "2", "--out", out)
@@ -147,6 +149,7 @@ def test_compare_kernels_page(tmp_path, monkeypatch):
     assert "cube is the fastest program: 61,234 cycles" in check_page(out)
 
 
+@pytest.mark.slow
 def test_tail_page_names_the_best_policy_and_its_interval(tmp_path):
     path = tmp_path / "s.toml"
     path.write_text('name = "pages_tail"\n[shape]\nnk = 1\nnv = 2\ndk = 32\ndv = 32\n'
@@ -191,6 +194,7 @@ def test_sensitivity_page_names_the_interval_and_the_strongest_field(tmp_path, m
     assert f"[{lo:,.1f} µs, {hi:,.1f} µs]" in answer and f"{top} moves it most" in answer
 
 
+@pytest.mark.slow
 def test_run_with_range_page_inlines_the_tornado_and_names_the_interval(tmp_path, stubbed, monkeypatch):
     import cgdr_des.cli.sensitivity as cli_sens
 

@@ -45,6 +45,7 @@ def _programs(prof, lengths, policy, stage_of):
             for i, assigned in enumerate(core_assignments(launch, policy, assignment))]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("profile, lengths, policy, l2", [("atlas-300i-duo", [70, 20, 130], "round_robin", False),
                                                           ("atlas-a2-910b2", [3, 100, 66], "longest_first", False),
                                                           ("atlas-300i-duo", [70, 20, 130], "round_robin", True)])
@@ -74,6 +75,7 @@ def _finishes(profile, lengths, policy, fidelity, l2):
     return cores["finish"].to_numpy(np.int64)[cores["items"].to_numpy() > 0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("profile, lengths, policy, l2", [("atlas-300i-duo", [130, 70, 65], "round_robin", False),
                                                           ("atlas-a2-910b2", [100, 70], "cost_lpt", False),
                                                           ("atlas-a2-910b3", [66, 90, 80], "round_robin", False),

@@ -77,6 +77,7 @@ def ends(program: list) -> tuple[int, int]:
     return core["busy_S"] + core["stall_S"], core["last_V"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", ["baseline", "all_same"])
 def test_a_macro_behind_a_busy_v_ends_where_its_records_end(variant):
     runs = kernel_runs(variant)

@@ -56,6 +56,7 @@ dma = st.builds(lambda a, blocks: Dma("GM2UB", 64 * blocks, DataCopyParams(block
 records = st.lists(st.one_of(scalar_gm, rows, ragged, tuples, strided, dma, st.just(Scalar("alu"))), max_size=25)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(records, records, st.sampled_from([64, 256, 1024, 4096]), st.booleans())
 def test_touch_by_arrays_is_the_walk(warm, batch, capacity, l2):
@@ -88,6 +89,7 @@ def test_the_last_miss_s_l2_answer_survives_a_later_hit_across_lines():
     assert _state(mine) == _state(ref) and mine.in_l2 is True
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("profile, shape, lengths, policy, l2", [
     ("atlas-a2-910b2", {"nk": 1, "nv": 2, "dk": 64, "dv": 256}, [70, 3, 130], "round_robin", False),
     ("atlas-300i-duo", {"nk": 1, "nv": 1, "dk": 64, "dv": 256}, [100, 66], "round_robin", True)])
@@ -158,6 +160,7 @@ contiguous_strided = st.builds(lambda n, start, nbytes: Repeat(n, lambda i: [Sca
                                st.integers(0, 200), addr, st.sampled_from([1, 2, 4, 8, 3]))
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.one_of(contiguous, contiguous_strided, scalar_gm, dma), max_size=12),
        st.sampled_from([64, 512, 4096]), st.booleans())
@@ -188,6 +191,7 @@ access_lists = st.lists(st.tuples(st.integers(0, 1500), st.sampled_from([0, 1, 2
                         max_size=40)
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(access_lists, access_lists, st.sampled_from([64, 128, 256, 1024]), st.booleans(), st.integers(0, 10 ** 6))
 def test_pattern_if_is_pattern_on_a_match_and_nothing_otherwise(warm, batch, capacity, l2, where):
@@ -212,6 +216,7 @@ def test_pattern_if_is_pattern_on_a_match_and_nothing_otherwise(warm, batch, cap
     assert _state(mine) == _state(ref)
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(access_lists, st.integers(0, 1500), st.integers(-70, 140), st.integers(0, 90),
        st.sampled_from([0, 1, 2, 3, 4, 8, 64, 70, 200]), st.sampled_from([64, 128, 256, 1024]), st.booleans())

@@ -86,6 +86,7 @@ def check_case(case: tuple) -> list[str]:
     return list(spans)
 
 
+@pytest.mark.slow
 def test_every_variant_agrees_with_instr_on_three_chunks_next_to_a_short_item():
     """dk = dv = 64: a 130-token item (the c == 0 chunk, a middle chunk, the last one) next to an
     8-token one (a sole chunk, first and last at once), two heads each, so several cores contend:

@@ -3,6 +3,7 @@
 import itertools
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -73,6 +74,7 @@ def test_cost_greedy_is_the_source_scan_on_cost_weights(c):
     assert [[k for k, o in enumerate(owner) if o == core] for core in range(m)] == expected
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, derandomize=True)
 @given(rows=st.lists(st.lists(st.integers(0, 50), min_size=0, max_size=30), min_size=1, max_size=4).filter(
            lambda rows: len({len(r) for r in rows}) == 1),
@@ -126,6 +128,7 @@ def _fill_item_by_item(cost, limit):
     return owner, part + 1
 
 
+@pytest.mark.slow
 def test_minmax_contiguous_equals_the_item_by_item_fill_with_padding_and_many_items():
     rng = np.random.default_rng(11)
     for _ in range(60):

@@ -117,6 +117,7 @@ def test_a_long_step_still_shows_the_run_is_alive_once_a_minute():
     assert len(lines) == 5 and lines[4].startswith("progress   checking 3 batches: done, 1/3 batches in 180.0 s")
 
 
+@pytest.mark.slow
 def test_the_redraw_thread_moves_the_bar_clock_and_stops_with_the_stage():
     stream = TTY()
     p = Progress(stream=stream)
@@ -204,6 +205,7 @@ def test_run_shows_its_stages(lines, tmp_path):
     assert_stages(invoke("run", tmp_path / "s.toml", "--out", tmp_path / "o"), "simulating tiny", "writing frames")
 
 
+@pytest.mark.slow
 def test_tail_shows_its_stages(lines, tmp_path):
     (tmp_path / "s.toml").write_text('name = "t"\n[shape]\nnk = 1\nnv = 2\ndk = 32\ndv = 32\n[workload]\nbatch = 2\n'
                                      '[workload.distribution]\nkind = "uniform"\nmin = 1\nmax = 90\n'
@@ -215,6 +217,7 @@ def test_tail_shows_its_stages(lines, tmp_path):
     assert "0/2 policies" in err and "0/2 batches" in err
 
 
+@pytest.mark.slow
 def test_compare_names_the_settings(lines, tmp_path):
     (tmp_path / "s.toml").write_text(TINY, encoding="utf-8")
     err = invoke("compare", tmp_path / "s.toml", "--buffer-num", "1", "2", "--out", tmp_path / "o")
@@ -222,6 +225,7 @@ def test_compare_names_the_settings(lines, tmp_path):
     assert "tiny" not in err  # the setting, not the scenario, names the bar
 
 
+@pytest.mark.slow
 def test_compare_kernels_names_the_programs(lines, tmp_path):
     (tmp_path / "s.toml").write_text(TINY, encoding="utf-8")
     err = invoke("compare", tmp_path / "s.toml", "--kernel", "vector", "--kernel", "cube", "--out", tmp_path / "o",

@@ -74,6 +74,7 @@ def widened(body: list) -> list:
     return [VecOp(r.op, r.dtype, r.n + 64, r.dst) if type(r) is VecOp else r for r in body]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("policy", POLICIES)
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(plain_bodies, programs, programs, st.integers(2, 40), knobs)
@@ -85,6 +86,7 @@ def test_a_repeat_met_again_after_any_gap_times_as_walked_and_as_expanded(policy
     assert on == off == expanded
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("policy", POLICIES)
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs, programs, programs, st.integers(2, 40), st.integers(2, 4), st.booleans(), knobs)
@@ -169,6 +171,7 @@ def test_a_full_memo_starts_afresh(monkeypatch):
         assert len(m.outcomes) <= 2
 
 
+@pytest.mark.slow
 def test_kernel_launches_time_identically_with_and_without_the_memo():
     """Phase fidelity on a launch of every chunk kind (a sole short chunk, c == 0, middle and last
     chunks) on two profiles: every row of the items and cores frames is the same, and the memo is met."""

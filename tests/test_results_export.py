@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 from test_results_frames import ASSIGN, CLOCK, META, synth_run  # tests/ is on sys.path under pytest
 
 from cgdr_des.results.export import read_frames, read_result, replot, write_results
@@ -52,6 +53,7 @@ def test_csv_copies_on_request(tmp_path):
         res.items[["batch", "head", "seqlen", "start", "end"]].astype(np.int64).to_numpy().tolist()
 
 
+@pytest.mark.slow
 def test_full_write_has_trace_plots_meta_scenario_and_outputs(tmp_path):
     out = {"out": np.arange(24, dtype=np.float16).reshape(2, 3, 4), "final_state": None}
     sc = scenario()
@@ -83,6 +85,7 @@ def test_gantt_core_and_window_from_the_scenario(tmp_path):
     assert is_png(written["gantt_core0"])
 
 
+@pytest.mark.slow
 def test_replot_redraws_from_saved_frames(tmp_path):
     write_results(result(keep_ops=False), tmp_path, trace=False)
     pngs = sorted(tmp_path.glob("*.png"))

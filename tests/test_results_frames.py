@@ -239,6 +239,7 @@ def test_invariants_on_random_schedules(assignment, seed):
     assert isinstance(res.summary, pd.DataFrame)
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None)
 @given(assignments(), st.integers(0, 10_000))
 def test_fast_paths_give_the_general_paths_frames(assignment, seed):

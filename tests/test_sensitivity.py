@@ -89,6 +89,7 @@ def test_unknown_field_is_an_input_error_naming_the_ranged_ones():
         select(load_profile(), ["aiv_num"])
 
 
+@pytest.mark.slow
 def test_interval_contains_nominal_and_is_min_max_of_every_run(study):
     lo, hi = study.interval_us
     assert lo <= study.nominal_us <= hi
@@ -102,6 +103,7 @@ def _end(study, name, end):
     return int(row["makespan_cycles"].iloc[0]), float(row["makespan_us"].iloc[0])
 
 
+@pytest.mark.slow
 def test_each_field_moves_the_makespan_its_way(study):
     nom = int(study.runs.loc[study.runs["kind"] == "nominal", "makespan_cycles"].iloc[0])
     for name in COSTS:
@@ -122,6 +124,7 @@ def test_the_study_is_deterministic():
     pd.testing.assert_frame_equal(a.runs, b.runs)
 
 
+@pytest.mark.slow
 def test_written_files(study, tmp_path):
     paths = write_sensitivity(study, tmp_path)
     runs = pd.read_parquet(paths["samples"])
@@ -138,6 +141,7 @@ def _scenario_file(tmp_path: Path) -> Path:
     return p
 
 
+@pytest.mark.slow
 def test_cli_sensitivity(tmp_path):
     sc = _scenario_file(tmp_path)
     r = CliRunner().invoke(main, ["sensitivity", str(sc), "--out", str(tmp_path / "s"), "--fields",
@@ -154,6 +158,7 @@ def test_cli_sensitivity_bad_input_exits_2(tmp_path, args, field):
     assert r.exit_code == 2 and r.output.startswith(f"error: {field}")
 
 
+@pytest.mark.slow
 def test_run_with_range_prints_the_interval(tmp_path, monkeypatch):
     import cgdr_des.cli.sensitivity as cli_sens
 

@@ -58,6 +58,7 @@ def functional_of(sc: Scenario):
     return x, run_functional(launch, sc.kernel.policy, emit=False)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["small", "representative", "low_head_dv256"])
 def test_shipped_scenario_outputs_equal_the_functional_run_and_pass_the_oracle(name, shipped_result):
     sc = shipped(name)
@@ -113,6 +114,7 @@ def test_quickstart_command_writes_every_file(tmp_path):
     json.loads((out / "trace.json").read_text())
 
 
+@pytest.mark.slow
 def test_machine_executes_exactly_the_kernel_layers_instructions():
     sc = custom([70, 0, 5], nk=1, nv=2, dk=64, dv=32, sim={"fidelity": "instr", "numerics": "off"})
     prof = cgdr_des.hw.load_profile(sc.hardware.profile)
@@ -129,6 +131,7 @@ def test_machine_executes_exactly_the_kernel_layers_instructions():
     assert +machine_counts == +kernel_counts
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lengths, shape", [([64], (8, 8, 64, 64)), ([37, 0, 130, 9], (2, 4, 64, 32))])
 def test_phase_fidelity_agrees_with_instr_within_one_percent(lengths, shape):
     nk, nv, dk, dv = shape
@@ -139,6 +142,7 @@ def test_phase_fidelity_agrees_with_instr_within_one_percent(lengths, shape):
     assert abs(a - b) <= 0.01 * a
 
 
+@pytest.mark.slow
 def test_same_scenario_and_seed_give_identical_frames():
     sc = custom([40, 9], sim={"fidelity": "instr", "numerics": "kernel"})
     one, two = cgdr_des.simulate(sc), cgdr_des.simulate(sc)

@@ -88,6 +88,7 @@ def test_a_refusal_is_one_line_without_the_heavy_stack(tmp_path):
     assert not set(got["modules"]) & set(HEAVY), got["modules"]
 
 
+@pytest.mark.slow
 def test_import_cgdr_des_is_light_and_its_names_resolve_on_use():
     code = ("import sys, cgdr_des\n"
             "light = sorted({m.split('.')[0] for m in sys.modules} & {'pandas', 'matplotlib', 'pyarrow', 'simpy'})\n"

@@ -33,6 +33,7 @@ def swept(tmp_path_factory):
     return path, folder / "out", result
 
 
+@pytest.mark.slow
 def test_summary_rows_are_the_points_own_simulations(swept):
     """Each stored row is what ``simulate`` gives for that point's scenario, plus its parameters."""
     path, out, _ = swept
@@ -85,6 +86,7 @@ def test_status_command(swept):
     assert "KernelDiagnostic: WriteAttnTileToGm" in result.output
 
 
+@pytest.mark.slow
 def test_rerun_skips_matching_points_and_refuses_a_mismatch(tmp_path):
     path = write_sweep(tmp_path, SMALL)
     out = tmp_path / "out"
@@ -103,6 +105,7 @@ def test_rerun_skips_matching_points_and_refuses_a_mismatch(tmp_path):
     assert set(table["buffer_num"]) == {2} and len(table) == 4
 
 
+@pytest.mark.slow
 def test_max_points_leaves_the_rest_pending_and_a_rerun_completes(tmp_path):
     path = write_sweep(tmp_path, SMALL)
     out = tmp_path / "out"

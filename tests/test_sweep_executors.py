@@ -26,6 +26,7 @@ def run(folder, *args):
     return (folder / "out" / "summary.parquet").read_bytes(), sorted((folder / "out" / "manifest").iterdir())
 
 
+@pytest.mark.slow
 def test_pool_and_local_dask_give_identical_bytes(tmp_path):
     """Same bytes, not only equal frames: every executor returns the same DataFrames and the writing
     process alone turns them into Parquet, sorted by point id, so nothing executor-specific is stored."""
@@ -37,6 +38,7 @@ def test_pool_and_local_dask_give_identical_bytes(tmp_path):
     assert [m.name for m in loop_manifests] == [m.name for m in dask_manifests]
 
 
+@pytest.mark.slow
 def test_pool_workers_use_one_blas_thread(tmp_path):
     spec = load_sweep(write_sweep(tmp_path, SWEEP))
     tasks = tasks_for(spec, expand(spec)[:2])
@@ -45,6 +47,7 @@ def test_pool_workers_use_one_blas_thread(tmp_path):
     assert [o.error for o in outcomes] == [want, want]
 
 
+@pytest.mark.slow
 def test_a_shared_pool_runs_two_sweeps_side_by_side_into_identical_bytes(tmp_path):
     """Two sweeps run at once from two threads on one SharedPool (as analysis/report runs its sweeps):
     each gets its own outcomes and stores the bytes the in-process loop stores."""
@@ -71,6 +74,7 @@ def test_missing_dask_is_one_line(tmp_path, monkeypatch):
                                      "pip install 'cgdr-des[dask]'")
 
 
+@pytest.mark.slow
 def test_an_existing_cluster_by_address(tmp_path):
     """``--scheduler tcp://HOST:PORT``: a cluster cgdr-des did not start (and leaves running)."""
     distributed = pytest.importorskip("distributed")

@@ -10,6 +10,7 @@ import sys
 import time
 
 import pyarrow.parquet as pq
+import pytest
 from click.testing import CliRunner
 from sweep_cases import SLOW, write_sweep
 
@@ -32,6 +33,7 @@ def wait_for_first_point(proc, out, timeout=120.0):
     raise AssertionError(f"no point stored (exit {proc.poll()}): {proc.stderr.read().decode() if proc.poll() else ''}")
 
 
+@pytest.mark.slow
 def test_killed_sweep_resumes_to_the_uninterrupted_result(tmp_path):
     path = write_sweep(tmp_path, SLOW)
     out = tmp_path / "killed"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 from click.testing import CliRunner
 
 from cgdr_des.cli import main
@@ -47,6 +48,7 @@ policies = ["greedy", "cost_lpt"]
 """
 
 
+@pytest.mark.slow
 def test_tail_points_store_the_studies_of_their_scenarios(tmp_path):
     (tmp_path / "base.toml").write_text(BASE, encoding="utf-8")
     path = tmp_path / "sweep.toml"
@@ -64,6 +66,7 @@ def test_tail_points_store_the_studies_of_their_scenarios(tmp_path):
         pd.testing.assert_frame_equal(got, want, check_dtype=False)
 
 
+@pytest.mark.slow
 def test_a_frames_list_keeps_only_the_named_frames(tmp_path):
     """``frames = ["batches"]`` stores the batches frame of each point and no core_finish (the large one)."""
     (tmp_path / "base.toml").write_text(BASE, encoding="utf-8")

@@ -62,6 +62,7 @@ def phase_finish(profile: str, lengths: list[int], policy: str = "greedy", shape
     return cores["finish"].to_numpy(np.int64), cores["items"].to_numpy() > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("profile", profiles())
 @settings(max_examples=3, deadline=None, derandomize=True)
 @given(lengths=st.lists(st.integers(1, 300), min_size=1, max_size=5))
@@ -78,6 +79,7 @@ def within(est, finish, ran, bound) -> bool:
             and bool((np.abs(est.finish[0][ran] - finish[ran]) <= bound * finish[ran]).all()))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("profile", profiles())
 @settings(max_examples=3, deadline=None, derandomize=True)
 @given(n=st.integers(65, 400))
@@ -91,6 +93,7 @@ def test_split_tiles_of_one_head_running_together_within_half_a_percent(profile,
     assert within(estimate(costs, np.array([[n]]), "greedy"), finish, ran, CHECK_BOUND)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("profile", profiles())
 @settings(max_examples=3, deadline=None, derandomize=True)
 @given(lengths=st.lists(st.integers(1, 300), min_size=2, max_size=4),
@@ -103,6 +106,7 @@ def test_split_tiles_on_random_batches_within_half_a_percent(profile, lengths, p
     assert within(estimate(costs, np.array([lengths]), policy), finish, ran, CHECK_BOUND)
 
 
+@pytest.mark.slow
 def test_split_tiles_together_are_never_slower_and_bound_the_makespan():
     """The together tables are never slower than apart (beyond a few cycles of ScalarExp; since each
     core has its own data cache at phase fidelity they are the apart ones, docs/tail.md), and the lower
@@ -119,6 +123,7 @@ def test_split_tiles_together_are_never_slower_and_bound_the_makespan():
         assert (est.makespan >= est.lower_bound(costs.block_dim)).all(), policy
 
 
+@pytest.mark.slow
 def test_shared_item_arrays_give_each_policy_s_own_estimate():
     """A study computes the policy-independent item arrays once (items_of); every field of each
     policy's estimate is what estimate() computes on its own, split V-tiles included."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pandas as pd
+import pytest
 from click.testing import CliRunner
 from test_sweep_tail import BASE
 
@@ -19,6 +20,7 @@ def tail(*args):
     return CliRunner().invoke(main, ["tail", *[str(a) for a in args], "--set", "output.plots=false"])
 
 
+@pytest.mark.slow
 def test_set_and_seed_change_the_study_as_the_edited_file_would(tmp_path):
     base = tmp_path / "base.toml"
     base.write_text(BASE, encoding="utf-8")
@@ -35,6 +37,7 @@ def test_set_and_seed_change_the_study_as_the_edited_file_would(tmp_path):
     assert got["makespan_cycles"].tolist() == want["makespan_cycles"].tolist()
 
 
+@pytest.mark.slow
 def test_bad_override_and_reused_out_are_one_line(tmp_path):
     base = tmp_path / "base.toml"
     base.write_text(BASE, encoding="utf-8")

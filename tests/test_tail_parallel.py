@@ -59,6 +59,7 @@ def serial():
     return run_study(scenario(study=THREE), seed=5)
 
 
+@pytest.mark.slow
 def test_checks_on_two_workers_give_the_serial_frames_and_count_each_as_it_ends(serial):
     stream = io.StringIO()
     progress = Progress(stream=stream, mode="lines", clock=Ticking(), ticker=False)
@@ -77,6 +78,7 @@ def test_one_check_or_one_worker_runs_in_this_process():
     assert check_workers(4, 1) == 1 and check_workers(1, 3) == 1 and check_workers(8, 3) == 3
 
 
+@pytest.mark.slow
 def test_a_pool_worker_never_starts_a_pool_of_its_own():
     """What a sweep's tail point sees on its worker: asked for 2 workers for 3 checks, it uses 1."""
     outcomes = [fut.result() for _, fut in WorkerPool(1).completed([3], functools.partial(check_workers, 2))]
@@ -177,6 +179,7 @@ def test_workers_out_of_range_is_one_line(tmp_path, value):
     assert res.exit_code == 2 and res.stderr.startswith(f"error: --workers: got {value}; an integer in [1, 1,024]")
 
 
+@pytest.mark.slow
 def test_a_worker_s_peak_memory_is_within_the_estimate(tmp_path):
     """Measured: the largest resident set of the pool workers of a fresh process's study, under the bound."""
     code = textwrap.dedent("""

@@ -7,6 +7,7 @@ import types
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from cgdr_des.cli.tail import study_lines
 from cgdr_des.results.tail_plots import binned_medians, ccdf_at, ccdf_points, coincident_groups, plot_study
@@ -81,6 +82,7 @@ def test_console_line_carries_the_p99_interval_of_the_summary():
         assert row.p99_lo_us <= row.p99_us <= row.p99_hi_us
 
 
+@pytest.mark.slow
 def test_every_tail_plot_is_written(tmp_path):
     written = plot_study(_study(_batches()), tmp_path)
     assert set(written) == {"makespan_cdf", "makespan_percentiles", "makespan_over_lb", "load_balance",

@@ -24,6 +24,7 @@ values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=
                                                        st.dictionaries(keys, inner, max_size=4)), max_leaves=12)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, derandomize=True)
 @given(v=values)
 def test_every_value_reads_back_through_tomllib(v):

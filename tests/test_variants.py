@@ -158,6 +158,7 @@ def test_the_128_shape_variants_agree_in_fresh_processes_of_other_layouts_and_bl
     assert len({out for out, _, _ in results}) == 1
 
 
+@pytest.mark.slow
 def test_instr_fidelity_runs_every_variant_with_the_same_outputs():
     base = cgdr_des.simulate(scenario("instr", lengths=(70,), nk=1, nv=1, dk=32, dv=32))
     res = cgdr_des.simulate(scenario("instr", lengths=(70,), nk=1, nv=1, dk=32, dv=32, **variant_fields("all_same")))
@@ -205,6 +206,7 @@ def _total(counts: Counter, kind: str, phases=None) -> int:
     return sum(n for (ph, k), n in counts.items() if k == kind and (phases is None or ph in phases))
 
 
+@pytest.mark.slow
 def test_prefetch_replaces_the_fetched_event_pairs_and_moves_the_same_bytes_plus_the_first_state():
     base, pf = _counts(), _counts(prefetch=True, keep_tiling=True)
     loads = ("P1_LoadChunkKey", "P3.5_QCache", "S1_LoadVBeta")
@@ -220,6 +222,7 @@ def test_prefetch_replaces_the_fetched_event_pairs_and_moves_the_same_bytes_plus
     assert _total(pf, "scalar_gm_load", ("S3_LoadState",)) == 0
 
 
+@pytest.mark.slow
 def test_state_double_buffer_drops_every_pipe_all_and_keeps_the_workspace_traffic():
     base, sdb = _counts(), _counts(state_double_buffer=True, keep_tiling=True)
     assert _total(base, "barrier_ALL") == 2 * (2 + 2) * 2  # per head: 2 write-backs and 2 reads, 2 barriers each
@@ -228,6 +231,7 @@ def test_state_double_buffer_drops_every_pipe_all_and_keeps_the_workspace_traffi
         assert _total(sdb, f"bytes_{pipe}") == _total(base, f"bytes_{pipe}")
 
 
+@pytest.mark.slow
 def test_compare_reports_the_overflowing_variant_and_runs_the_rest(tmp_path):
     text = ('name = "ovf"\n[shape]\nnk = 16\nnv = 16\ndk = 128\ndv = 128\n[workload]\nlengths = [64]\n'
             '[sim]\nnumerics = "off"\n')

@@ -21,6 +21,7 @@ SHORT = ["long_t1024", "long_t2048", "long_t512_batch2", "long_tail", "qwen3_nex
          "tail_lognormal"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", FULL + SHORT)
 def test_prefetch_never_gains_more_than_the_overlap_bound(name, shipped_result):
     """On every shipped shape the measured gain of prefetch (with the host's accounting, and at the
