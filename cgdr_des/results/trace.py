@@ -31,8 +31,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cgdr_des.runtime import no_cyclic_gc
-
 THREAD_NAMES = {"S": "SCALAR", "V": "VECTOR", "MTE2": "MTE2", "MTE3": "MTE3", "ALL": "PHASE"}
 TID_BASE = {"S": 1000, "V": 3000, "MTE2": 6000, "MTE3": 7000, "ALL": 10000}
 DEFAULT_MAX_EVENTS = 200_000
@@ -156,12 +154,6 @@ def build_trace(ops: pd.DataFrame, *, clock_mhz: float, window: Sequence[int] | 
                 cores: Sequence[int] | None = None, max_events: int = DEFAULT_MAX_EVENTS,
                 meta: dict[str, Any] | None = None) -> dict[str, Any]:
     """The Chrome trace dict (``traceEvents`` + ``otherData``) of an ops frame (see the module doc)."""
-    with no_cyclic_gc():        # hundreds of thousands of event dicts and no cycle among them
-        return _build_trace(ops, clock_mhz, window, cores, max_events, meta)
-
-
-def _build_trace(ops: pd.DataFrame, clock_mhz: float, window: Sequence[int] | None, cores: Sequence[int] | None,
-                 max_events: int, meta: dict[str, Any] | None) -> dict[str, Any]:
     if "n_ops" not in ops.columns:
         ops = ops.assign(n_ops=1, aggregated=False)
     if cores is not None:
