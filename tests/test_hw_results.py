@@ -129,12 +129,15 @@ def test_records_before_any_tag_have_an_empty_phase():
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(chip, st.booleans())
-def test_op_columns_are_the_ops_rows_read_by_column(programs, rows_first):
-    """``op_columns`` (what the ops frame is built from) holds, per OP_COLUMNS name, that column of the
-    ``ops`` tuples, whether the tuples were built before or not."""
-    a, b = machine().run(programs), machine().run(programs)
-    if rows_first:
-        assert a.ops is not None
-    cols = a.op_columns()
+def test_op_columns_and_ops_are_the_compact_rows_with_their_span_labels(programs, tuples_first):
+    """Each compact row ``(core, pipe, op, span, start, end, elements, bytes)`` the processes keep becomes
+    one OP_COLUMNS row with its span's five labels in its place: by column in ``op_columns`` (what the ops
+    frame is built from), as tuples in ``ops``, whichever is read first."""
+    r = machine().run(programs)
+    want = [(c, p, op, s.phase, s.batch, s.head, s.vtile, s.chunk, a, b, el, nb)
+            for c, p, op, s, a, b, el, nb in r.op_rows]
+    if tuples_first:
+        assert r.ops == want
+    cols = r.op_columns()
     assert list(cols) == list(OP_COLUMNS)
-    assert list(zip(*cols.values(), strict=True)) == b.ops
+    assert list(zip(*cols.values(), strict=True)) == want == r.ops
