@@ -1,7 +1,9 @@
 """``dma_outstanding``: a run of ``k`` back-to-back DataCopy calls (one merged Dma record with
 ``repeat = k``, as phase fidelity hands the per-row state copies over) pays each call's overhead ``h``
 in turn but its first-byte latency ``L`` once per ``N`` calls in flight:
-``k h + ceil(k / N) L``, then its bytes at the core's rate. ``N = 1`` is the serial model."""
+``k h + ceil(k / N) L``, and each call's bytes at the core's rate, rounded up to a whole cycle per
+call (as the calls would, one after the other: the merged run's bytes are spread over that time,
+tests/test_phase_dma_runs.py). ``N = 1`` is the serial model."""
 
 import math
 
@@ -27,7 +29,7 @@ def _expected(k: int, n: int, read: bool) -> int:
         lat, h, peak = P.dma_read_latency_cycles, P.dma_read_overhead_cycles, P.dma_read_peak_per_cycle
     else:
         lat, h, peak = P.dma_write_latency_cycles, P.dma_write_overhead_cycles, P.dma_write_peak_per_cycle
-    return k * h + math.ceil(k / n) * lat + math.ceil(k * ROW / peak)
+    return k * h + math.ceil(k / n) * lat + k * math.ceil(ROW / peak)
 
 
 def test_default_is_serial():

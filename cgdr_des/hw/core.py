@@ -45,6 +45,7 @@ from cgdr_des.hw.flags import EventIdPool, FlagTable
 from cgdr_des.hw.hazards import BufferLog
 from cgdr_des.hw.pipes import FIXED_PIPES, PipeState, fixed_pipe, mte_pipe, vector_pipe
 from cgdr_des.hw.records import DMA, WAIT, MacroTally, Span
+from cgdr_des.hw.rules import burst_cap
 from cgdr_des.hw.scalar import ScalarUnit, scalar_unit
 from cgdr_des.hw.simpy_compat import close_process
 from cgdr_des.hw.tque import UnifiedBuffer
@@ -128,7 +129,9 @@ class Core:
             raise at(self.cid, idx, span, str(exc)) from None
         read, first_byte, cap = dma_numbers(self.profile, rec)
         self.dcache.moved(rec)      # its GM lines, now in L2 (docs/timing.md §2.5)
-        first_byte = dma_first_byte_cycles(self.profile, read, rec.repeat) if rec.repeat > 1 else first_byte
+        if rec.repeat > 1:      # a merged run: its first byte as its first call's, its bytes spread
+            cap = burst_cap(rec.nbytes, rec.repeat, dma_first_byte_cycles(self.profile, read, rec.repeat),
+                            first_byte, cap)
         if read:
             self.gm_read += rec.nbytes
         else:

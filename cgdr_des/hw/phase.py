@@ -40,7 +40,13 @@ tests/test_phase_late.py holds both).
 
 DataCopy runs (:func:`merge_dma_runs`): the last ``queue_depth + 1`` calls of a run of like
 DataCopy calls stay apart, so S's stalls on a full MTE queue are ``instr``'s; the calls before them
-are one burst (``repeat``), whose first-byte and bandwidth timing approximates the separate calls.
+are one burst (``repeat``). A run followed at once by PipeBarrier<ALL> is one burst whole: S waits
+there for the run's last byte however it handed the calls over (the state rows of Steps 3 and 7,
+32 736 of long_t2048's 35 776 GM transfers before). A burst's first byte comes one call's first
+byte after its start and its bytes are spread over the time its calls take one after the other
+(:func:`~cgdr_des.hw.rules.burst_cap`): alone it ends on its last call's cycle; beside other cores
+it takes the bus as thinly as the calls do on average, though it does not meet them call by call
+(eight cores in lockstep to the cycle: tests/test_phase_dma_runs.py).
 
 Against ``instr`` (analysis/benchmarks/bench_phase_variants.py, every kernel variant on six small
 launches, two profiles): makespan within 0.03 % (3.4 % with the idle-V timing of earlier versions),
@@ -146,7 +152,9 @@ def merge_dma_runs(records: list, singles: int = 0) -> list:
     stands for all of its calls in one slot, so a run merged whole lets S go on at once, while at
     ``instr`` it waits for the pipe to work down the run (all_same's state write-back: S held
     ~22 000 cycles at instr, none at phase). With the last q + 1 calls kept, the entry q places
-    before the last is the call q + 1 before the last, as at ``instr``."""
+    before the last is the call q + 1 before the last, as at ``instr``. A run followed at once by
+    PipeBarrier<ALL> keeps none: S stays at the barrier until every pipe drains, so it leaves on the
+    same cycle whether the calls held it at the queue or not."""
     out: list = []
     start = 0       # where the current run of like DataCopy calls begins in ``out``
     for rec in records:
@@ -155,11 +163,18 @@ def merge_dma_runs(records: list, singles: int = 0) -> list:
                 and prev.params == rec.params):
             out.append(rec)
             continue
-        _merge_head(out, start, singles)
+        _merge_head(out, start, 0 if _drains_all(rec) else singles)
         start = len(out)
         out.append(rec)
     _merge_head(out, start, singles)
     return out
+
+
+def _drains_all(rec) -> bool:
+    """Whether ``rec`` is a PipeBarrier<ALL>: the scalar unit waits there for every pipe to drain, so
+    it leaves a DataCopy run just before it when the run's last byte moves, whenever it handed the
+    calls over: a run ending there needs no singles (the state rows of Steps 3 and 7)."""
+    return type(rec) is PipeBarrier and rec.pipe == "ALL"
 
 
 def _merge_head(out: list, start: int, singles: int) -> None:
