@@ -14,7 +14,7 @@ shipped scenario (within a factor of 2, README "Benchmarks"):
   is built and its accesses passed through its core's own data cache (a pass on arrays) instead of
   reusing one compilation; at ``instr`` a cost per instruction record (~10 L^2 + 29 L dk per chunk
   of L tokens per head and V-tile);
-- writing: a cost per ops row (Parquet; ~157 rows per chunk item at ``phase``, one per record at
+- writing: a cost per ops row (Parquet; ~94 rows per chunk item at ``phase``, one per record at
   ``instr`` up to the cap on kept rows), a cost per row the Chrome trace keeps (at most ``[sim]
   max_trace_events``), a cost per byte of the compressed outputs, and a fixed cost for the PNGs.
 
@@ -56,12 +56,12 @@ PLOT_SECONDS = 0.67                # loading matplotlib and drawing the PNGs (th
 PHASE_SECONDS_PER_ITEM = 1.8e-3    # simulating one chunk item at phase fidelity, numbers included
 SPLIT_SECONDS_PER_ITEM = 4.1e-3    # the same with V-tiles split over cores
 INSTR_SECONDS_PER_RECORD = 1.3e-6  # simulating one instruction record at instr fidelity
-PHASE_ROWS_PER_ITEM = 157          # ops rows of one chunk item at phase fidelity
+PHASE_ROWS_PER_ITEM = 94           # ops rows of one chunk item at phase fidelity (157 before 0f84208)
 WRITE_SECONDS_PER_ROW = 1.8e-6     # the frames to Parquet, per ops row
 OUTPUT_SECONDS_PER_BYTE = 2.6e-8   # outputs.npz (compressed), per byte of out and final_state
 TRACE_SECONDS_PER_ROW = 8.6e-6     # the Chrome trace, per ops row it keeps (flag arrows included)
 BASE_BYTES = 189 * 2**20           # peak RSS of a 1-token run with plots
-PHASE_BYTES_PER_ITEM = 109_000     # the machine's records in flight, ops rows and spans, per chunk item
+PHASE_BYTES_PER_ITEM = 95_500      # the machine's records in flight, ops rows and spans, per chunk item (2026-12-03)
 INSTR_BYTES_PER_ROW = 465          # the same per instruction row at instr fidelity
 TRACE_BYTES_PER_ROW = 2_320        # the trace's events (dicts, then JSON text) and frames, per row kept
 OPS_ROW_LIMIT = 2_000_000          # as cgdr_des.simulation: beyond it only spans are kept

@@ -97,3 +97,18 @@ def test_set_while_set_and_first_byte():
     assert rules.dma_first_byte(100, 20, calls=3) == 360
     assert rules.barrier(3, 3, 9) == (3, 9) and rules.barrier(9, 4, 3) == (9, 9)
     assert math.isclose(rules.arrival(4, 7), 7)
+
+
+@given(st.integers(2, 200), st.integers(32, 4096), st.floats(8.0, 200.0), st.integers(0, 500), st.integers(0, 50),
+       st.integers(1, 8))
+def test_a_merged_run_alone_takes_what_its_calls_take_one_after_the_other(calls, each, cap, latency, overhead,
+                                                                         outstanding):
+    """A burst's data phase at ``burst_cap`` (the GM bus rounds it up to whole cycles) ends, after its
+    first call's first byte, when the calls would end one after the other: their first bytes
+    (``dma_first_byte``) and each call's bytes at ``cap`` rounded up on its own."""
+    run_first = rules.dma_first_byte(latency, overhead, calls, outstanding)
+    first = rules.dma_first_byte(latency, overhead)
+    rate = rules.burst_cap(calls * each, calls, run_first, first, cap)
+    whole = lambda nbytes, r: max(1, math.ceil(nbytes / r - 1e-9))   # noqa: E731 -- the bus's rounding (hw/gm.py)
+    assert rate <= cap * (1 + 1e-12)
+    assert first + whole(calls * each, rate) == run_first + calls * whole(each, cap)
