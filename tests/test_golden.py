@@ -8,7 +8,10 @@ hardware, only about the model: a change that moves them on purpose must say why
 
 from __future__ import annotations
 
+import tomllib
+
 import pytest
+from conftest import REPO, SCENARIOS
 
 #: Re-pinned with phase's busy-V timing of compute runs (TimedMacro.late) and the DataCopy runs'
 #: last queue_depth + 1 calls kept apart (merge_dma_runs), a deliberate accuracy fix; before ->
@@ -66,3 +69,23 @@ def test_shipped_scenario_times_to_the_cycle(name, shipped_result):
 @pytest.mark.parametrize("name", sorted(SHORT_GOLDEN))
 def test_shortened_shipped_scenario_times_to_the_cycle(name, shipped_result):
     assert_golden(shipped_result(name, short=True), SHORT_GOLDEN[name])
+
+
+def _readme_row(name: str) -> str:
+    """The row of ``name`` in the README's table of shipped scenarios."""
+    section = (REPO / "README.md").read_text(encoding="utf-8").split("## Shipped scenarios", 1)[1]
+    table = section.split("| scenario |", 1)[1].split("\n\n", 1)[0]     # the section's first table
+    rows = [line for line in table.splitlines() if line.startswith(f"| {name} |")]
+    assert len(rows) == 1, (name, rows)
+    return rows[0]
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN))
+def test_the_readme_states_each_pinned_makespan(name):
+    """The README's table of shipped scenarios quotes the makespan pinned above, in µs at the
+    profile's clock (its figures had drifted for several stops while the pins moved)."""
+    from cgdr_des.hw import load_profile
+
+    profile = tomllib.loads((SCENARIOS / f"{name}.toml").read_text(encoding="utf-8"))["hardware"]["profile"]
+    us = f"{GOLDEN[name][0] / load_profile(profile).clock_mhz:,.1f}".replace(",", " ")
+    assert f"| {us} µs" in _readme_row(name), (name, us)
