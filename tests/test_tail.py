@@ -288,6 +288,7 @@ def test_a_check_beyond_the_bound_warns_and_the_command_says_so(monkeypatch, tmp
     assert res.exit_code == 0 and "WARNING: tail surrogate is" in res.stderr
 
 
+@pytest.mark.slow
 def test_a_split_shape_s_warning_says_why(monkeypatch):
     monkeypatch.setattr("cgdr_des.tail.study.CHECK_BOUND", 0.0)
     with pytest.warns(UserWarning, match="splits V-tiles across cores, where the surrogate is measured within 0.2 %"):
