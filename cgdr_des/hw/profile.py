@@ -351,7 +351,7 @@ def _read(name_or_path: str | Path) -> tuple[str, str]:
 def read_doc(name_or_path: str | Path) -> tuple[dict, str]:
     """A profile's TOML document (a fresh dict) and where it came from."""
     text, where = _read(name_or_path)
-    return copy.deepcopy(_parsed(text, where)), where
+    return _document(text, where), where
 
 
 def _loads(text: str, where: str) -> dict:
@@ -393,7 +393,12 @@ def load_profile(name_or_path: str | Path = "atlas-300i-duo", overrides: Mapping
     text, where = _read(name_or_path)
     if not overrides:
         return _from_text(text, where)
-    return _build(copy.deepcopy(_parsed(text, where)), where, overrides)
+    return _build(_document(text, where), where, overrides)
+
+
+def _document(text: str, where: str) -> dict:
+    """A fresh copy of a file's parsed TOML document, for the caller to change."""
+    return copy.deepcopy(_parsed(text, where))
 
 
 @lru_cache(maxsize=16)
@@ -408,7 +413,7 @@ def _parsed(text: str, where: str) -> dict:
 def _from_text(text: str, where: str) -> Profile:
     """The Profile a file's text gives, parsed once per (text, origin): a Profile is frozen, and a
     sweep, the op API or a test run loads the same few again and again (parsing costs ~5 ms)."""
-    return _build(copy.deepcopy(_parsed(text, where)), where, None)
+    return _build(_document(text, where), where, None)
 
 
 def _build(doc: dict, where: str, overrides: Mapping | None) -> Profile:
