@@ -36,7 +36,6 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from cgdr_des.hw.costs import dma_first_byte_cycles
 from cgdr_des.hw.cube_costs import cube_cycles
 from cgdr_des.hw.dcache import DataCache
 from cgdr_des.hw.diagnostics import HwFault, at, flag_name, tag_text
@@ -45,7 +44,6 @@ from cgdr_des.hw.flags import EventIdPool, FlagTable
 from cgdr_des.hw.hazards import BufferLog
 from cgdr_des.hw.pipes import FIXED_PIPES, PipeState, fixed_pipe, mte_pipe, vector_pipe
 from cgdr_des.hw.records import DMA, WAIT, MacroTally, Span
-from cgdr_des.hw.rules import burst_cap
 from cgdr_des.hw.scalar import ScalarUnit, scalar_unit
 from cgdr_des.hw.simpy_compat import close_process
 from cgdr_des.hw.tque import UnifiedBuffer
@@ -129,9 +127,6 @@ class Core:
             raise at(self.cid, idx, span, str(exc)) from None
         read, first_byte, cap = dma_numbers(self.profile, rec)
         self.dcache.moved(rec)      # its GM lines, now in L2 (docs/timing.md §2.5)
-        if rec.repeat > 1:      # a merged run: its first byte as its first call's, its bytes spread
-            cap = burst_cap(rec.nbytes, rec.repeat, dma_first_byte_cycles(self.profile, read, rec.repeat),
-                            first_byte, cap)
         if read:
             self.gm_read += rec.nbytes
         else:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from cgdr_des.hw.costs import dma_first_byte_cycles, dma_rate_cap
 from cgdr_des.hw.diagnostics import HwFault
 from cgdr_des.hw.profile import Profile
+from cgdr_des.hw.rules import burst_cap
 from cgdr_des.isa import DataCopyExtParams, DataCopyParams, Dma, Nd2NzParams
 
 UINT16 = 65535
@@ -99,11 +100,16 @@ def _check_fields(rec: Dma, ub_bytes: int, memory: str = "UB") -> None:
 
 
 def dma_numbers(profile: Profile, rec: Dma) -> tuple[bool, int, float]:
-    """``(is_read, first_byte_cycles, rate_cap)`` of a checked DataCopy."""
+    """``(is_read, first_byte_cycles, rate_cap)`` of a checked DataCopy; of a merged run of
+    ``repeat`` calls (phase fidelity), its first call's first byte and its bytes spread over its
+    calls' time (:func:`~cgdr_des.hw.rules.burst_cap`)."""
     hit = _NUMBERS.get(id(rec))
     if hit is not None and hit[0] is rec and hit[1] is profile:
         return hit[2]
     read = rec.direction != "UB2GM"
-    out = read, dma_first_byte_cycles(profile, read), dma_rate_cap(profile, read, rec.gm_addr)
+    first_byte, cap = dma_first_byte_cycles(profile, read), dma_rate_cap(profile, read, rec.gm_addr)
+    if rec.repeat > 1:
+        cap = burst_cap(rec.nbytes, rec.repeat, dma_first_byte_cycles(profile, read, rec.repeat), first_byte, cap)
+    out = read, first_byte, cap
     _remember(_NUMBERS, rec, (rec, profile, out))
     return out

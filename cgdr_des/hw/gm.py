@@ -10,8 +10,9 @@ others. With equal caps this is ``min(cap, capacity / n)``; the aggregate never 
 Rates change only when a transfer starts or completes; at each such instant the model advances
 every active transfer's remaining bytes and re-plans the next completion. Completion times are rounded
 up to whole cycles (a transfer with ``r`` bytes left at rate ``q`` completes ``ceil(r / q)`` cycles
-later unless rates change first). Exactness relies on the machine's invariant: a transfer is submitted
-at an env time no later than its start, so every transfer active at a given cycle is known by then.
+later unless rates change first: :func:`~cgdr_des.hw.rules.bus_cycles`). Exactness relies on the
+machine's invariant: a transfer is submitted at an env time no later than its start, so every
+transfer active at a given cycle is known by then.
 
 Lifecycle of a transfer: submitted (``start`` in the future or now) -> active -> done (``done`` set to
 the completion cycle, then ``on_done(transfer)`` is called from the SimPy event loop).
@@ -20,8 +21,9 @@ the completion cycle, then ``on_done(transfer)`` is called from the SimPy event 
 from __future__ import annotations
 
 import heapq
-from math import ceil
 from operator import attrgetter
+
+from cgdr_des.hw.rules import bus_cycles
 
 _EPS_BYTES = 1e-6      # bytes left below this count as moved (float residue of rate * cycles)
 _CAP_SEQ = attrgetter("cap", "seq")   # water-filling order: lowest cap first, ties by submission
@@ -131,8 +133,7 @@ class GmBus:
     def _next_time(self, now: int) -> int | None:
         nxt = self.pending[0][0] if self.pending else None
         for tr in self.active:
-            d = ceil(tr.rem / tr.rate - 1e-9)
-            t = now + (d if d > 1 else 1)
+            t = now + bus_cycles(tr.rem, tr.rate)
             if nxt is None or t < nxt:
                 nxt = t
         return nxt
