@@ -23,7 +23,7 @@ entry is complete (a SetFlag: fires). Every function returns integers when given
 | scalar GM read/write | :func:`scalar_gm_l2` (``in_l2`` False without L2) | scalar unit, compute-run timer |
 | ScalarExp cost | :func:`scalar_exp` | scalar unit, compute-run timer |
 | DMA first byte | :func:`dma_first_byte` | MTE pipes (via :mod:`.dma`) |
-| merged DataCopy run's rate | :func:`burst_cap` (per call: :func:`bus_cycles`) | MTE pipes (via :mod:`.core`) |
+| merged DataCopy run's rate | :func:`burst_cap` (per call: :func:`bus_cycles`) | MTE pipes (via :mod:`.dma`), GM bus |
 | scalar cycles of one vector call | :func:`vec_call_scalar` | scalar unit, compute-run timer |
 | busy as a union of intervals | :func:`cover` (inside the rules above) | V pipe, compute-run timer |
 | entry start on its pipe | :func:`arrival` (written out in the pipe-side rules) | MTE pipes, Macro on V, timer |
