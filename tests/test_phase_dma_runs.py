@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from test_hw_support import dma, run
+from test_hw_support import dma, dma_cycles, run
 
 from cgdr_des.hw import load_profile
 from cgdr_des.hw.phase import merge_dma_runs
@@ -28,15 +28,6 @@ SINGLES = P.queue_depth + 1
 
 def _rows(k: int, read: bool = True) -> list:
     return [dma("GM2UB" if read else "UB2GM", ROW, gm_addr=i * 4096, ub_addr=i * ROW) for i in range(k)]
-
-
-def _call_cycles(read: bool) -> int:
-    """One row copy alone: its overhead and latency, then its bytes at the peak, whole cycles."""
-    if read:
-        lat, h, peak = P.dma_read_latency_cycles, P.dma_read_overhead_cycles, P.dma_read_peak_per_cycle
-    else:
-        lat, h, peak = P.dma_write_latency_cycles, P.dma_write_overhead_cycles, P.dma_write_peak_per_cycle
-    return h + lat + math.ceil(ROW / peak)
 
 
 def test_a_run_before_pipe_barrier_all_is_merged_whole():
@@ -57,7 +48,7 @@ def test_a_merged_run_alone_ends_when_its_calls_would_one_after_the_other(k, rea
     (merged,) = merge_dma_runs(_rows(k, read), 0)
     for program in ([merged], _rows(k, read)):
         r = run([[*program, PipeBarrier("ALL")]])
-        assert r.makespan == P.kernel_launch_cycles + P.scalar_dispatch_cycles + k * _call_cycles(read)
+        assert r.makespan == P.kernel_launch_cycles + P.scalar_dispatch_cycles + k * dma_cycles(P, ROW, read)
 
 
 def test_eight_cores_in_lockstep_contend_call_by_call_and_not_merged():
@@ -70,7 +61,7 @@ def test_eight_cores_in_lockstep_contend_call_by_call_and_not_merged():
     program = [*_rows(64), PipeBarrier("ALL")]
     calls = run([program] * 8)
     merged = run([merge_dma_runs(program, SINGLES)] * 8)
-    alone = P.kernel_launch_cycles + P.scalar_dispatch_cycles + 64 * _call_cycles(True)
+    alone = P.kernel_launch_cycles + P.scalar_dispatch_cycles + 64 * dma_cycles(P, ROW, True)
     shared = 64 * (math.ceil(8 * ROW / P.gm_bytes_per_cycle) - math.ceil(ROW / P.dma_read_peak_per_cycle))
     for c, m in zip(calls.cores, merged.cores, strict=True):
         assert m["finish"] == alone
