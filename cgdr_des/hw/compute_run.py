@@ -101,6 +101,7 @@ from cgdr_des.hw.rules import (
     vec_call_scalar,
     vec_op,
 )
+from cgdr_des.hw.scan_marks import BusyMatch, IdleMarks
 from cgdr_des.isa import PipeBarrier, Repeat, Scalar, ScalarGm, SetFlag, VecOp, WaitFlag
 
 
@@ -148,27 +149,39 @@ class ComputeRunTimer:
             raise KernelDiagnostic(f"record #{stop} ({type(run[stop]).__name__}) is not a compute record")
         return timing
 
-    def scan(self, records: list, start: int, dcache, v_free: int = 0, v_done: int = 0) -> tuple[RunTiming, int]:
+    def scan(self, records: list, start: int, dcache, v_free: int = 0, v_done: int = 0,
+             marks: IdleMarks | BusyMatch | None = None) -> tuple[RunTiming, int]:
         """Time the maximal compute run beginning at ``records[start]``; returns (timing, end index).
         ``v_free``, ``v_done``: V still busy with earlier work as the run begins, free to issue that
         many cycles after S's start and done with it all ``v_done`` cycles after (the queue's earlier
-        entries taken as dequeued); 0 and 0 for an idle V."""
+        entries taken as dequeued); 0 and 0 for an idle V. ``marks``: an idle scan's notes to take
+        (:class:`IdleMarks`), or a busy scan's match against them (:class:`BusyMatch`), which may end
+        the walk early and take the rest from the idle scan (:mod:`cgdr_des.hw.scan_marks`)."""
         t0 = self.profile.kernel_launch_cycles
         st = ScanState(t0, self.profile.queue_depth, self.profile.event_ids_per_hard_event)
         st.free = t0 + v_free
         st.done = st.cov = t0 + max(v_free, v_done)
-        stop = self._walk(records, start, st, dcache)
-        if any(any(pending) for pending, _ in st.flags.values()):
-            raise KernelDiagnostic("a SetFlag of the run is not waited in it")
-        counts = record_counts(st.scalar_n, st.n_vec, st.n_bar, st.n_ld, st.n_st, st.n_sets)
+        stop = self._walk(records, start, st, dcache, marks=marks)
+        if type(marks) is BusyMatch and marks.hit is not None:
+            marks.finish(st)
+            stop, counts = marks.idle.stop, marks.idle.counts
+        else:
+            if any(any(pending) for pending, _ in st.flags.values()):
+                raise KernelDiagnostic("a SetFlag of the run is not waited in it")
+            counts = record_counts(st.scalar_n, st.n_vec, st.n_bar, st.n_ld, st.n_st, st.n_sets)
+            if type(marks) is IdleMarks:
+                marks.close(st, stop, counts)
         if st.first is None:
             return RunTiming(st.t - t0, 0, 0, counts, st.s_stall, 0, 0), stop
         return RunTiming(st.t - t0, st.first - t0, st.done - t0, counts, st.s_stall, st.v_busy, st.v_stall,
                          st.free - t0), stop
 
-    def _walk(self, records: list, start: int, st: ScanState, dcache, seen: list | None = None) -> int:
+    def _walk(self, records: list, start: int, st: ScanState, dcache, seen: list | None = None,
+              marks: IdleMarks | BusyMatch | None = None) -> int:
         """Advance ``st`` through ``records[start:]`` up to the first record outside the compute subset;
         returns its index (``len(records)`` if none). ``seen``: where to note how each ScalarGm went.
+        ``marks`` (the run's own walk, not a Repeat body's): told of each WaitFlag<V_S>; a match ends
+        the walk after it (see :meth:`scan`).
         State in locals (this runs once per record of every compiled run) for Scalar, ScalarGm, VecOp
         and PipeBarrier<V>, nearly every record; a flag or a Repeat goes to :meth:`_sync` on ``st``."""
         consts, gm_cost = self.consts, self.gm_cost
@@ -230,6 +243,8 @@ class ComputeRunTimer:
                 st.put(t, free, done, cov, s_stall, v_busy, v_stall, n_vec, n_bar, n_ld, n_st, first, n_v)
                 if not self._sync(rec, typ, st, dcache):
                     return i
+                if marks is not None and typ is WaitFlag and rec.event == "V_S" and marks.at(i, st):
+                    return i + 1
                 (t, free, done, cov, s_stall, v_busy, v_stall, n_vec, n_bar, n_ld, n_st, first, n_v) = st.scalars()
         st.put(t, free, done, cov, s_stall, v_busy, v_stall, n_vec, n_bar, n_ld, n_st, first, n_v)
         return len(records)

@@ -92,6 +92,7 @@ from cgdr_des.hw.gm_traffic import gm_accesses, gm_traffic, touch, touch_walk  #
 from cgdr_des.hw.late_scan import late_numbers, late_start, scalar_tail
 from cgdr_des.hw.machine import Machine
 from cgdr_des.hw.profile import Profile
+from cgdr_des.hw.scan_marks import BusyMatch, IdleMarks
 from cgdr_des.isa import (
     Dma,
     Macro,
@@ -254,8 +255,11 @@ class PhaseCompiler:
         if self.timer is not None:
             saved = self.dcache.state()
             try:
-                timing = self.timer.time(run, self.dcache)
-                return self._timed(timing, self._late_scans(run, 0, timing, saved))
+                marks = IdleMarks()
+                timing, stop = self.timer.scan(run, 0, self.dcache, marks=marks)
+                if stop != len(run):
+                    raise KernelDiagnostic(f"record #{stop} ({type(run[stop]).__name__}) is not a compute record")
+                return self._timed(timing, self._late_scans(run, 0, timing, saved, marks=marks))
             except KernelDiagnostic:
                 self.dcache.restore(saved)
         return self.machine_macro(run)
@@ -281,16 +285,17 @@ class PhaseCompiler:
             after = self.dcache.state()
             self.dcache.restore(saved)
             try:
-                idle, _ = self.late_timer.scan(run, 0, self.dcache)
+                marks = IdleMarks()
+                idle, _ = self.late_timer.scan(run, 0, self.dcache, marks=marks)
                 timing = timing._replace(v_free=idle.v_free)
-                late = self._late_scans(run, 0, timing, saved, self.late_timer)
+                late = self._late_scans(run, 0, timing, saved, self.late_timer, marks=marks)
             except KernelDiagnostic:
                 late = None
             self.dcache.restore(after)
         return self._timed(timing, late)
 
     def _late_scans(self, records: list, i: int, timing: RunTiming, saved, timer=None,
-                    end: int | None = None) -> tuple | None:
+                    end: int | None = None, marks: IdleMarks | None = None) -> tuple | None:
         """The ``late`` numbers of the run ``records[i:end]`` (:func:`late_numbers`): scanned again
         with V busy until after the idle run's span, from the data cache ``saved`` before the run
         (left as it was found); None if V does nothing in the run or the scan is diagnosed.
@@ -298,7 +303,10 @@ class PhaseCompiler:
         A run that ends in a loop of scalar work (:func:`scalar_tail`) behind a short head: only the
         head is scanned, idle and busy. The tail hands V nothing and waits for nothing, and meets the
         same cache in both scans, so it takes S as long in both: the busy run's S ends the idle
-        tail's length after the busy head's, and V ends where the busy head leaves it."""
+        tail's length after the busy head's, and V ends where the busy head leaves it.
+
+        ``marks``: the idle scan's notes (:class:`~cgdr_des.hw.scan_marks.IdleMarks`), where the busy
+        scan may stop and take the rest from the idle one; None scans the whole run."""
         if timing.v_end <= timing.v_start or not self.late_v:
             return None
         timer = timer or self.timer
@@ -306,14 +314,14 @@ class PhaseCompiler:
         tail = scalar_tail(records, i, end)
         x = late_start(timing)
         if tail == end:
-            return self._late_whole(records, i, timing, saved, timer, x)
+            return self._late_whole(records, i, timing, saved, timer, x, marks)
         after = self.dcache.state()
         try:
             self.dcache.restore(saved)
-            head = records[i:tail]
-            idle_head, _ = timer.scan(head, 0, self.dcache)
+            head, marks = records[i:tail], IdleMarks()
+            idle_head, _ = timer.scan(head, 0, self.dcache, marks=marks)
             self.dcache.restore(saved)
-            busy, _ = timer.scan(head, 0, self.dcache, x, x)
+            busy, _ = timer.scan(head, 0, self.dcache, x, x, BusyMatch(marks))
             busy = busy._replace(s_cycles=busy.s_cycles + timing.s_cycles - idle_head.s_cycles)
         except KernelDiagnostic:
             return None
@@ -321,19 +329,25 @@ class PhaseCompiler:
             self.dcache.restore(after)
         return late_numbers(timing, x, busy)
 
-    def _late_whole(self, records: list, i: int, timing: RunTiming, saved, timer, x: int) -> tuple | None:
-        """:meth:`_late_scans` of a whole run, scanned again from the cache ``saved`` before it. No copy
-        of the cache after the idle scan is kept to go back to: the busy scan walks the same accesses in
+    def _late_whole(self, records: list, i: int, timing: RunTiming, saved, timer, x: int,
+                    marks: IdleMarks | None) -> tuple | None:
+        """:meth:`_late_scans` of a whole run, scanned again from the cache ``saved`` before it. A busy
+        scan that runs to the end leaves the cache as the idle scan did: it walks the same accesses in
         the same order (a scan touches the cache for every iteration it adds without walking as its
-        records would, whatever the timing), so it leaves the cache as the idle scan did. Where it is
-        diagnosed, the idle scan is run again for that cache."""
+        records would, whatever the timing). One that stops where it meets the idle scan's state
+        (``marks``) leaves it partway: the idle scan's end state, kept as a snapshot, is put back.
+        Where the busy scan is diagnosed, the idle scan is run again for that cache."""
+        after = self.dcache.snapshot() if marks is not None else None
         self.dcache.restore(saved)
+        match = BusyMatch(marks) if marks is not None else None
         try:
-            busy, _ = timer.scan(records, i, self.dcache, x, x)
+            busy, _ = timer.scan(records, i, self.dcache, x, x, match)
         except KernelDiagnostic:
             self.dcache.restore(saved)
             timer.scan(records, i, self.dcache)
             return None
+        if match is not None and match.hit is not None:
+            self.dcache.restore(after)
         return late_numbers(timing, x, busy)
 
     def _compile_fast(self, records: list) -> list:
@@ -353,16 +367,16 @@ class PhaseCompiler:
     def _compile_run(self, records: list, i: int, out: list) -> int:
         """Compile the run starting at ``records[i]`` (two records at least) into ``out``; returns
         where it ends. If the timer cannot answer, the machine path decides on the unchanged cache."""
-        saved = self.dcache.state()
+        saved, marks = self.dcache.state(), IdleMarks() if self.late_v else None
         try:
-            timing, j = self.timer.scan(records, i, self.dcache)
+            timing, j = self.timer.scan(records, i, self.dcache, marks=marks)
         except KernelDiagnostic:
             self.dcache.restore(saved)
             j = _run_end(records, i)
             out.extend(self._compile_machine(expand(records[i:j])))   # a Repeat's body may break the run
             return j
         self.compiled_runs += 1
-        out.append(self._timed(timing, self._late_scans(records, i, timing, saved, end=j)))
+        out.append(self._timed(timing, self._late_scans(records, i, timing, saved, end=j, marks=marks)))
         return j
 
     def _timed(self, r: RunTiming, late: tuple | None = None) -> TimedMacro:
