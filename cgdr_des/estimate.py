@@ -116,9 +116,10 @@ def cpu_share(probe: float = PROBE_SECONDS) -> float:
 
 def estimate(lengths, *, nk: int, nv: int, dk: int, dv: int, v_step: int, ub_rest_bytes: int,
              numerics: str, fidelity: str, split: bool = False, trace: bool = True, plots: bool = True,
-             max_trace_events: int = DEFAULT_TRACE_EVENTS) -> Estimate:
+             max_trace_events: int = DEFAULT_TRACE_EVENTS, ops: bool = True) -> Estimate:
     """The estimate of a ``cgdr-des run`` of sequences ``lengths`` (see the module docstring):
-    ``split`` whether the V-tiles are split over cores, ``trace`` and ``plots`` whether they are written."""
+    ``split`` whether the V-tiles are split over cores, ``trace`` and ``plots`` whether they are written,
+    ``ops`` whether per-op rows are kept (``[sim] ops``; the time is estimated as if they were)."""
     lens = np.asarray(lengths, dtype=np.int64)
     tokens, batch = int(lens.sum()), int(lens.size)
     tiles = -(-dv // v_step)
@@ -128,8 +129,9 @@ def estimate(lengths, *, nk: int, nv: int, dk: int, dv: int, v_step: int, ub_res
     mem = BASE_BYTES + tensors
     if fidelity == "instr":
         records = _instr_records(lens, dk) * nv * tiles
-        rows = records if records <= OPS_ROW_LIMIT else items * SPAN_ROWS_PER_ITEM
-        simulating = (records * INSTR_BYTES_PER_ROW if records <= OPS_ROW_LIMIT else 0) + items * SPAN_BYTES_PER_ITEM
+        per_op = ops and records <= OPS_ROW_LIMIT
+        rows = records if per_op else items * SPAN_ROWS_PER_ITEM
+        simulating = (records * INSTR_BYTES_PER_ROW if per_op else 0) + items * SPAN_BYTES_PER_ITEM
         seconds = records * INSTR_SECONDS_PER_RECORD
     else:
         rows = items * PHASE_ROWS_PER_ITEM
@@ -233,7 +235,8 @@ def scenario_estimate(sc, tiling) -> Estimate:
     est = estimate(sc.lengths(), nk=s.nk, nv=s.nv, dk=s.dk, dv=s.dv, v_step=tiling.v_step,
                    ub_rest_bytes=tiling.ub_rest_bytes, numerics=sc.sim.numerics, fidelity=sc.sim.fidelity,
                    split=should_split_v_tiles(s.dv, tiling.v_step, tiling.block_dim, s.nv),
-                   trace=sc.sim.trace, plots=sc.output.plots, max_trace_events=sc.sim.max_trace_events)
+                   trace=sc.sim.trace, plots=sc.output.plots, max_trace_events=sc.sim.max_trace_events,
+                   ops=sc.sim.ops)
     if "study" in sc.model_fields_set:
         est = replace(est, note="of 'cgdr-des run' (one batch); a 'cgdr-des tail' study is not estimated")
     return est

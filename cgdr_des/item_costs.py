@@ -145,7 +145,7 @@ def measure_item_costs(prof, nk: int, nv: int, dk: int, dv: int, has_gamma: bool
     """The item costs of one shape and kernel variant on a loaded profile. Cached in the process (the
     key is the profile itself, overrides included) and on disk (:mod:`cgdr_des.cost_cache`, keyed by a
     fingerprint of the same inputs, the package version and its source). ``run_launch(launch, prof, *,
-    policy, fidelity) -> Result`` times a launch. ``variant``: :func:`variant_key` of the other
+    policy, fidelity, keep_ops) -> Result`` times a launch. ``variant``: :func:`variant_key` of the other
     ``[kernel]`` fields (``()``, the source kernel, keeps the key it had before variants were keyed)."""
     shape = {"nk": int(nk), "nv": int(nv), "dk": int(dk), "dv": int(dv), "has_gamma": bool(has_gamma)}
     inputs = {"profile": prof, "shape": shape,
@@ -185,7 +185,7 @@ def _calibrate(prof, nk: int, nv: int, dk: int, dv: int, has_gamma: bool, buffer
         launch = make_launch(shape, lengths, g, None, numerics="off", ub_size=prof.ub_usable_bytes,
                              aiv_num=prof.aiv_num, buffer_num=buffer_num, **(variant or {}))
         try:
-            return run_launch(launch, prof, policy="greedy", fidelity="phase"), launch
+            return run_launch(launch, prof, policy="greedy", fidelity="phase", keep_ops=False), launch
         except KernelDiagnostic as exc:
             raise KernelDiagnostic(_explain(prof, exc)) from None
 

@@ -138,21 +138,25 @@ def simulate(scenario, *, progress=None, blas_threads=None):
         launch = make_cube_launch(shape, lengths, g, tensors, numerics=sc.sim.numerics, ub_size=prof.ub_usable_bytes,
                                   aiv_num=prof.aiv_num, kernel_version=sc.kernel.kernel_version)
         return run_cube_launch(launch, prof, policy=sc.kernel.policy, fidelity=sc.sim.fidelity, meta=meta,
-                               progress=progress, scenario=sc)
+                               progress=progress, scenario=sc, keep_ops=sc.sim.ops)
     launch = make_launch(shape, lengths, g, tensors, numerics=sc.sim.numerics, ub_size=prof.ub_usable_bytes,
                          aiv_num=prof.aiv_num, **sc.kernel.tiling_options())
     return run_launch(launch, prof, policy=sc.kernel.policy, fidelity=sc.sim.fidelity, meta=meta,
-                      progress=progress, scenario=sc)
+                      progress=progress, scenario=sc, keep_ops=sc.sim.ops)
 
 
-def run_launch(launch, prof, *, policy, fidelity, meta=None, progress=None, scenario=None, batched_numbers=True):
+def run_launch(launch, prof, *, policy, fidelity, meta=None, progress=None, scenario=None, batched_numbers=True,
+               keep_ops=True):
     """Time one launch on the machine and build the Result (shared by simulate and the op API).
 
     At ``phase`` fidelity the outputs come from the head-batched pass (kernel/batched.py: the same
     phase functions, bit-identical numbers) and the programs only emit records, since replayed
     phases would otherwise spend most of the run in per-(head, chunk) numpy calls; at ``instr`` each
     phase computes its numbers as the program reaches it. ``batched_numbers`` False forces the
-    latter at ``phase`` too (the tests compare the two)."""
+    latter at ``phase`` too (the tests compare the two). ``keep_ops`` False keeps no per-op rows (the
+    ops frame aggregated per span, as beyond :data:`OPS_ROW_LIMIT`): every other frame and every cycle
+    the same, about a third less CPU at ``instr`` (``[sim] ops``; the calibrations, which read items
+    and cores only)."""
     assignment = assign_items(launch.lengths, launch.shape.nv, launch.shape.dv, launch.tiling.v_step,
                               launch.block_dim, policy, item_cost=_item_cost(launch, prof, policy))
     total = sum(len(a) for a in assignment)
@@ -164,7 +168,7 @@ def run_launch(launch, prof, *, policy, fidelity, meta=None, progress=None, scen
         if progress is not None:
             progress(started[0], total)
 
-    keep_ops = estimated_rows(launch, fidelity) <= OPS_ROW_LIMIT
+    keep_ops = keep_ops and estimated_rows(launch, fidelity) <= OPS_ROW_LIMIT
     launch.raw_interlock = check_timing_fields(prof, fidelity)
     numbers_apart = fidelity == "phase" and batched_numbers and launch.numerics != "off"
     stage = CompileStage(PhaseCompiler(prof), per_core=should_split(launch)) if fidelity == "phase" else ReuseStage()
@@ -187,7 +191,7 @@ def run_launch(launch, prof, *, policy, fidelity, meta=None, progress=None, scen
                         scenario=scenario, tiling=launch.tiling)
 
 
-def run_cube_launch(launch, prof, *, policy, fidelity, meta=None, progress=None, scenario=None):
+def run_cube_launch(launch, prof, *, policy, fidelity, meta=None, progress=None, scenario=None, keep_ops=True):
     """Time one Cube-era launch (kernel_version cube / cube-pre1174) and build the Result: its numbers
     computed apart (kernel/cube/numerics.py), its programs (kernel/cube/program.py) on the machine."""
     from cgdr_des.kernel.cube import numerics as cube_numerics
@@ -209,13 +213,14 @@ def run_cube_launch(launch, prof, *, policy, fidelity, meta=None, progress=None,
     t = launch.tiling
     chunks = sum(ceil_div(int(n), CHUNK_SIZE) for n in launch.lengths) * launch.shape.nv * t.v_tile_count
     rows = chunks * (CUBE_ROWS_PER_CHUNK if fidelity == "instr" else CUBE_ROWS_PER_CHUNK // 3)
-    run = Machine(prof, keep_ops=rows <= OPS_ROW_LIMIT).run(programs)
+    keep_ops = keep_ops and rows <= OPS_ROW_LIMIT
+    run = Machine(prof, keep_ops=keep_ops).run(programs)
     if progress is not None:
         progress(total, total)
     per_head = t.v_tile_count if t.split else 1
     meta = {**(meta or {}), "policy": policy, "buffer_num": 1, "fidelity": fidelity, "numerics": launch.numerics,
             "avgload": compute_avgload(launch.lengths, launch.shape.nv, per_head, launch.block_dim),
-            "block_dim": launch.block_dim, "v_step": t.v_step, "ops_kept": rows <= OPS_ROW_LIMIT,
+            "block_dim": launch.block_dim, "v_step": t.v_step, "ops_kept": keep_ops,
             "kernel_version": t.kernel_version, "cube_bucket": t.bucket, "tiling_key": t.tiling_key}
     meta.update(cube_numerics.check_finite(launch, scenario))
     return build_result(run, assignment, meta=meta, clock_mhz=prof.clock_mhz,

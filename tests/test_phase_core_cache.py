@@ -70,7 +70,7 @@ def _finishes(profile, lengths, policy, fidelity, l2):
     overrides = {**({} if profile == "atlas-300i-duo" else COUNTER), "l2_scalar_hits": l2}
     sc = Scenario.from_dict({"name": "t", "hardware": {"profile": profile, "overrides": overrides},
                              "shape": SPLIT, "workload": {"lengths": lengths}, "kernel": {"policy": policy},
-                             "sim": {"numerics": "off", "trace": False, "fidelity": fidelity}})
+                             "sim": {"numerics": "off", "trace": False, "fidelity": fidelity, "ops": False}})
     cores = cgdr_des.simulate(sc).cores.sort_values("core")
     return cores["finish"].to_numpy(np.int64)[cores["items"].to_numpy() > 0]
 

@@ -41,7 +41,7 @@ def makespan(case: tuple, fidelity: str, fields: dict) -> int:
     sc = Scenario.from_dict({"name": "v", "hardware": {"profile": profile, "overrides": overrides},
                              "shape": {"nk": len(lengths), "nv": len(lengths), "dk": d, "dv": d},
                              "workload": {"lengths": list(lengths)}, "kernel": fields,
-                             "sim": {"fidelity": fidelity, "numerics": "off", "trace": False}})
+                             "sim": {"fidelity": fidelity, "numerics": "off", "trace": False, "ops": False}})
     return int(cgdr_des.simulate(sc).summary["makespan_cycles"].iloc[0])
 
 

@@ -104,7 +104,7 @@ def _measure(sc, prof, ub_size: int) -> Probe:
     g = draw_g(shape.t, s.nv, 0) if s.has_gamma else None
     launch = make_launch(shape, lengths, g, None, numerics="off", ub_size=ub_size, aiv_num=prof.aiv_num,
                          **sc.kernel.tiling_options())
-    result = run_launch(launch, prof, policy="greedy", fidelity="phase")
+    result = run_launch(launch, prof, policy="greedy", fidelity="phase", keep_ops=False)  # items read only
     items = result.items.assign(dur=result.items["end"] - result.items["start"],
                                 slot=result.items["vtile"].clip(lower=0))
     med = items.groupby(["slot", "seqlen"])["dur"].median()

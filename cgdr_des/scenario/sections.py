@@ -217,6 +217,8 @@ class Sim(_Section):
     """Simulation fidelity: instr (every instruction) or phase (each distinct phase timed once and replayed: faster)."""
     numerics: Literal["kernel", "exact", "off"] = "kernel"
     """Numerics: kernel (the kernel's fp16/fp32 arithmetic), exact (fp64 reference), or off (timing only)."""
+    ops: bool = True
+    """Whether the ops frame keeps a row per operation (false: a row per phase span; the same cycles, less CPU)."""
     trace: bool = True
     """Whether a run writes the Chrome trace trace.json."""
     trace_window: CycleWindow | None = None

@@ -86,7 +86,7 @@ def plan(sc, costs, lengths: np.ndarray, estimates: dict, k: int, seed: int) -> 
             est, row = estimate(costs, batch[None, :], policy), 0
         one = sc.with_changes({"workload": {"lengths": batch.tolist(), "distribution": None},
                                "kernel": {"policy": policy},
-                               "sim": {"fidelity": "phase", "numerics": "off", "trace": False}})
+                               "sim": {"fidelity": "phase", "numerics": "off", "trace": False, "ops": False}})
         tokens = int(batch.sum())
         checks.append(Check(j, kind, i, policy, one, int(est.makespan[row]), est.finish[row].copy(), tokens,
                             tokens / int(lengths[i].sum())))

@@ -2,8 +2,8 @@
 
 A point (parameter -> value) becomes profile overrides on top of the scenario's own; the scenario
 runs at ``phase`` fidelity with ``numerics = "off"`` (timing needs no tensors but g, which sets
-ScalarExp's cost and is still drawn) and no trace. Runs are cached by their overrides, so the
-nominal point and ends that coincide run once.
+ScalarExp's cost and is still drawn), no trace and no per-op rows (``ops = false``). Runs are cached
+by their overrides, so the nominal point and ends that coincide run once.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import json
 from cgdr_des.hw import load_profile
 from cgdr_des.hw.ranges import merge_overrides, set_param
 
-TIMING_SIM = {"fidelity": "phase", "numerics": "off", "trace": False}
+TIMING_SIM = {"fidelity": "phase", "numerics": "off", "trace": False, "ops": False}  # makespans only
 
 
 class Evaluator:
