@@ -121,11 +121,14 @@ def estimated_rows(launch, fidelity: str) -> int:
 
 
 @limits_blas
-def simulate(scenario, *, progress=None, blas_threads=None):
+def simulate(scenario, *, progress=None, blas_threads=None, keep_ops=None):
     """Run one scenario; ``progress(done, total)`` is called as work items start. ``blas_threads``:
     BLAS threads during the run (None: ``CGDR_DES_BLAS_THREADS`` or 1; 0 or ``"default"``: the
-    caller's), the caller's setting restored afterwards (cgdr_des/blas.py)."""
+    caller's), the caller's setting restored afterwards (cgdr_des/blas.py). ``keep_ops``: a row per
+    operation in the ops frame or not (None: the scenario's ``[sim] ops``), for a caller that reads
+    other frames only and keeps the scenario (and its hash) as it is."""
     sc = scenario
+    keep_ops = sc.sim.ops if keep_ops is None else keep_ops
     prof = load_profile(sc.profile_ref(), dict(sc.hardware.overrides))
     lengths = sc.lengths()
     tensors, g, scale = _tensors(sc, lengths)
@@ -138,11 +141,11 @@ def simulate(scenario, *, progress=None, blas_threads=None):
         launch = make_cube_launch(shape, lengths, g, tensors, numerics=sc.sim.numerics, ub_size=prof.ub_usable_bytes,
                                   aiv_num=prof.aiv_num, kernel_version=sc.kernel.kernel_version)
         return run_cube_launch(launch, prof, policy=sc.kernel.policy, fidelity=sc.sim.fidelity, meta=meta,
-                               progress=progress, scenario=sc, keep_ops=sc.sim.ops)
+                               progress=progress, scenario=sc, keep_ops=keep_ops)
     launch = make_launch(shape, lengths, g, tensors, numerics=sc.sim.numerics, ub_size=prof.ub_usable_bytes,
                          aiv_num=prof.aiv_num, **sc.kernel.tiling_options())
     return run_launch(launch, prof, policy=sc.kernel.policy, fidelity=sc.sim.fidelity, meta=meta,
-                      progress=progress, scenario=sc, keep_ops=sc.sim.ops)
+                      progress=progress, scenario=sc, keep_ops=keep_ops)
 
 
 def run_launch(launch, prof, *, policy, fidelity, meta=None, progress=None, scenario=None, batched_numbers=True,

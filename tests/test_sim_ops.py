@@ -71,3 +71,12 @@ def test_the_estimate_counts_no_per_op_rows_without_them():
     kept, dropped = (scenario_estimate(s, validate_tiling(s)) for s in both_scenarios(sc))
     assert dropped.rows < kept.rows and dropped.memory_bytes < kept.memory_bytes
 
+
+
+def test_the_keyword_leaves_the_scenario_and_its_hash_as_they_are():
+    """``simulate(sc, keep_ops=False)``, what a sweep point storing no ops frame runs: the summary whole,
+    provenance included, is the one of the scenario as written."""
+    sc = Scenario.from_dict({**SMALL, "sim": {"numerics": "off"}})
+    kept, dropped = cgdr_des.simulate(sc), cgdr_des.simulate(sc, keep_ops=False)
+    pd.testing.assert_frame_equal(dropped.summary, kept.summary)
+    assert dropped.ops["aggregated"].all() and not dropped.meta["ops_kept"]
