@@ -65,14 +65,19 @@ def test_a_second_process_reads_the_costs_without_running_a_launch(cache):
 
 
 @pytest.fixture(scope="module")
-def table():
-    """One real calibration's table (what the fake below returns)."""
-    return measure_item_costs(load_profile("atlas-300i-duo"), *SHAPE, run_launch)
+def table() -> ItemCosts:
+    """A whole item-cost table of :data:`SHAPE` on the 300I Duo (what the fake below returns), its cycles made
+    up: the key logic is what is tested, and a real calibration is the slow tests' (a second here cost ~5 s)."""
+    sole = np.r_[0, 1_000 + 20 * np.arange(1, 65)][None, :].astype(np.int64)
+    two, middle = sole + 900, np.array([1_500], np.int64)
+    return ItemCosts(sole, two, middle, pre=300, per_item=40, per_batch=12.5, nv=2, dv=16, v_step=16, v_tiles=1,
+                     split=False, block_dim=8, clock_mhz=1000.0, profile="atlas-300i-duo", lock_two=two,
+                     lock_middle=middle, siblings=2)
 
 
 @pytest.fixture
 def fake_calibration(cache, monkeypatch, table):
-    """``_calibrate`` replaced by a counter returning one real table: the key logic is what is tested."""
+    """``_calibrate`` replaced by a counter returning :func:`table`: the key logic is what is tested."""
     calls = []
 
     def fake(*args):
@@ -137,6 +142,7 @@ def entry(cache: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["truncated", "garbage", "schema", "foreign", "tables"])
 def test_a_bad_entry_is_one_warning_and_is_recomputed(fake_calibration, cache, capsys, damage):
     good = measure()
@@ -212,7 +218,7 @@ def tail(*args):
 
 
 def test_cli_cache_dir_and_no_cache(fake_calibration, cache, tmp_path, monkeypatch):
-    """Where the command stores and what it reads: the calibration itself is the fake's table (the
+    """Where the command stores and what it reads: the calibration itself is the fake's table (a
     real one is test_a_second_process_reads_the_costs_without_running_a_launch's; two real ones here
     cost ~20 s and prove nothing more), counted: --no-cache measures again rather than read --cache-dir's.
     The study's five plots (drawn whatever [output] plots says; tests/test_tail_plots.py tests them) are

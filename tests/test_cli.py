@@ -150,6 +150,7 @@ def stub_simulate(sc, progress=None):
     return build_result(run, ASSIGN, meta={"avgload": 100}, clock_mhz=1000.0, outputs=None, scenario=sc)
 
 
+@pytest.mark.slow
 def test_run_command_with_a_stub_simulator(tmp_path, monkeypatch):
     import cgdr_des.cli.common as cli
 

@@ -143,6 +143,7 @@ def test_small_ub_puts_the_128_bucket_on_the_vector_path():
     assert c["Mmad"] == 0 and c["vec_WholeReduceSum"] == 2 * 64 * 64
 
 
+@pytest.mark.slow
 def test_dk_beyond_the_buckets_keeps_only_the_blocked_inverse():
     c = per_chunk(dk=144, dv=96, t=128, nv=2)[1]  # vStep 96: the inverse gate holds
     assert {k[1:] for k in c if isinstance(k, tuple)} == {(16, 16, 16), (32, 32, 32)}

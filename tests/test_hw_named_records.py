@@ -50,6 +50,7 @@ def _subscripts_by_position(tree: ast.AST):
                 yield node.lineno, node.value.id
 
 
+@pytest.mark.slow
 def test_no_module_reads_a_record_by_position():
     found = [f"{path.relative_to(PACKAGE.parent)}:{line} {name}[...]"
              for path in _modules() for line, name in _subscripts_by_position(ast.parse(path.read_text()))]

@@ -93,6 +93,7 @@ def stubbed(monkeypatch):
     monkeypatch.setattr(common, "_simulate", lambda: stub_simulate)
 
 
+@pytest.mark.slow
 def test_run_page_names_the_makespan_and_the_critical_core(tmp_path, stubbed):
     out = tmp_path / "run"
     invoke("run", scenario_file(tmp_path, GOOD), "--out", out)

@@ -36,6 +36,7 @@ def meets(start: int, end: int, window) -> bool:
     return start < window[1] and (end > window[0] or start >= window[0])
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, derandomize=True)
 @given(seed=st.integers(0, 10**6), n=st.integers(0, 120), core=st.integers(0, 2),
        window=st.one_of(st.none(), st.tuples(st.integers(0, 400), st.integers(1, 200)).map(lambda t: (t[0],

@@ -39,12 +39,14 @@ def brute_contiguous(cost, m):
     return best
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, derandomize=True)
 @given(c=small)
 def test_optimal_equals_exhaustive_search(c):
     assert makespan(c["cost"], run("optimal", c["cost"], c["m"]), c["m"]) == brute_optimum(c["cost"], c["m"])
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, derandomize=True)
 @given(c=small)
 def test_cost_lpt_within_graham_bound_of_optimal(c):

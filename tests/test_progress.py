@@ -242,6 +242,7 @@ def test_sweep_shows_its_points(lines, tmp_path):
     assert "0/4 points" in res.stderr
 
 
+@pytest.mark.slow
 def test_sensitivity_shows_its_two_stages(lines, tmp_path):
     (tmp_path / "s.toml").write_text(TINY, encoding="utf-8")
     err = invoke("sensitivity", tmp_path / "s.toml", "--out", tmp_path / "o", "--fields", "vec_pipe_delay_cycles",
@@ -250,6 +251,7 @@ def test_sensitivity_shows_its_two_stages(lines, tmp_path):
     assert "0/3 runs" in err and "0/2 samples" in err
 
 
+@pytest.mark.slow
 def test_measured_shows_its_predictions(lines, tmp_path):
     (tmp_path / "s.toml").write_text(TINY, encoding="utf-8")
     (tmp_path / "m.csv").write_text("scenario,latency_us\ns.toml,500\n", encoding="utf-8")
@@ -258,6 +260,7 @@ def test_measured_shows_its_predictions(lines, tmp_path):
     assert "0/1 predictions" in err
 
 
+@pytest.mark.slow
 def test_calibrate_shows_the_fit_and_the_refits(lines, tmp_path):
     for name, lengths in (("a", "[8]"), ("b", "[8, 3]")):
         (tmp_path / f"{name}.toml").write_text(TINY.replace('"tiny"', f'"{name}"').replace("[8, 3]", lengths),

@@ -79,6 +79,7 @@ def test_last_core_is_the_one_that_finishes_last():
     assert finish[last_core(res.cores)] == finish.max()
 
 
+@pytest.mark.slow
 def test_gantt_core_and_window_from_the_scenario(tmp_path):
     res = result(sc=scenario(gantt_core=0, gantt_window=[0, 50]))
     written = write_results(res, tmp_path, trace=False)

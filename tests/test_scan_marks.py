@@ -54,7 +54,7 @@ def test_the_kernel_runs_stopped_early_time_as_scanned_whole(variant):
 
 
 @pytest.mark.parametrize("policy", POLICIES)
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs, knobs)
 def test_random_programs_stopped_early_time_as_scanned_whole(policy, program, overrides):
     timer = ComputeRunTimer(load_profile("atlas-300i-duo", {**overrides, "flag_double_set": policy}))

@@ -118,6 +118,7 @@ def test_each_field_moves_the_makespan_its_way(study):
     assert cyc <= nom and us > study.nominal_us
 
 
+@pytest.mark.slow
 def test_the_study_is_deterministic():
     a, b = (run_sensitivity(Scenario.from_dict(TINY), fields=["clock_mhz", "flag_cycles"], samples=3, seed=5)
             for _ in range(2))

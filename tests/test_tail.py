@@ -144,6 +144,7 @@ def test_calibration_names_the_override_the_910b_profiles_need():
         calibrate("atlas-a2-910b2", **SHAPE)
 
 
+@pytest.mark.slow
 def test_item_cost_grows_with_length_and_is_zero_for_empty():
     costs = calibrate(**SHAPE)
     one = costs.item_cycles(np.arange(1, 400), np.full(399, -1))
@@ -151,6 +152,7 @@ def test_item_cost_grows_with_length_and_is_zero_for_empty():
     assert costs.item_cycles([0], [-1])[0] == 0
 
 
+@pytest.mark.slow
 def test_surrogate_owners_are_the_dispatch_module_s():
     costs = calibrate(**SHAPE)
     rng = np.random.default_rng(1)
