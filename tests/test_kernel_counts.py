@@ -120,3 +120,25 @@ def test_dk96_first_chunk_reads_initial_state_by_scalar():
 def test_tiny_last_chunks(L):
     counts, _ = chunk_counts([64 + L], 64, 64, chunk=1)
     assert_matches(counts, expected(L, 64, 64, c=1, last=True))
+
+
+@pytest.mark.parametrize("dk", [64, 96])
+def test_the_functional_run_tallies_every_record_of_every_core_once(dk):
+    """``count_records`` (what run_functional and the op's counts use) against a plain tally of every
+    core's records, record by record: per (phase, kind), Scalar weighted by count, DMA bytes per pipe
+    (dk = 96: the scalar reads of the first chunk's state)."""
+    from cgdr_des.kernel.functional import run_functional
+
+    x = inputs([70, 9], 1, 1, dk, 64, seed=1)
+    launch = build_launch(*args(x), numerics="off", ub_size=UB_310P, aiv_num=AIV_310P)
+    want, phase = Counter(), ""
+    for core in range(launch.block_dim):
+        for rec in core_program(launch, core):
+            if type(rec) is Tag:
+                phase = rec.phase
+                continue
+            want[(phase, record_kind(rec))] += rec.count if type(rec) is Scalar else 1
+            if type(rec) is Dma:
+                want[(phase, "bytes_" + rec.pipe)] += rec.nbytes
+    got = run_functional(build_launch(*args(x), numerics="off", ub_size=UB_310P, aiv_num=AIV_310P)).counts
+    assert got == want and sum(want.values()) > 10_000
