@@ -141,10 +141,11 @@ class ComputeRunTimer:
         self.memo = memo_for(p)
         self.declared = DeclaredCosts(p, self.gm_cost, self.consts.scalar_kinds)
 
-    def time(self, run: list, dcache) -> RunTiming:
-        """The numbers of ``run`` (all compute records); KernelDiagnostic if it cannot be timed here."""
+    def time(self, run: list, dcache, marks: IdleMarks | None = None) -> RunTiming:
+        """The numbers of ``run`` (all compute records); KernelDiagnostic if it cannot be timed here.
+        ``marks``: notes for a busy scan of the run to come (:meth:`scan`)."""
         run = run if type(run) is list else list(run)
-        timing, stop = self.scan(run, 0, dcache)
+        timing, stop = self.scan(run, 0, dcache, marks=marks)
         if stop != len(run):
             raise KernelDiagnostic(f"record #{stop} ({type(run[stop]).__name__}) is not a compute record")
         return timing

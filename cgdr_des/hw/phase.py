@@ -256,9 +256,7 @@ class PhaseCompiler:
             saved = self.dcache.state()
             try:
                 marks = IdleMarks()
-                timing, stop = self.timer.scan(run, 0, self.dcache, marks=marks)
-                if stop != len(run):
-                    raise KernelDiagnostic(f"record #{stop} ({type(run[stop]).__name__}) is not a compute record")
+                timing = self.timer.time(run, self.dcache, marks)
                 return self._timed(timing, self._late_scans(run, 0, timing, saved, marks=marks))
             except KernelDiagnostic:
                 self.dcache.restore(saved)
