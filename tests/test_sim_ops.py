@@ -80,3 +80,13 @@ def test_the_keyword_leaves_the_scenario_and_its_hash_as_they_are():
     kept, dropped = cgdr_des.simulate(sc), cgdr_des.simulate(sc, keep_ops=False)
     pd.testing.assert_frame_equal(dropped.summary, kept.summary)
     assert dropped.ops["aggregated"].all() and not dropped.meta["ops_kept"]
+
+
+def test_the_gantt_of_a_run_without_per_op_rows_says_it_shows_phase_spans():
+    from cgdr_des.results.plots import gantt_view
+
+    sc = Scenario.from_dict({**SMALL, "sim": {"numerics": "off"}})
+    for keep, unit in ((True, "operations"), (False, "phase spans")):
+        res = cgdr_des.simulate(sc, keep_ops=keep)
+        view = gantt_view(res.ops, res.items, res.cores, clock_mhz=float(res.meta["clock_mhz"]))
+        assert view.spans is not keep and view.shows(1000.0).endswith(f" {unit}")

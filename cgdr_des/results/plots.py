@@ -200,9 +200,17 @@ class GanttView:
     left_out: str
 
     def shows(self, clock_mhz: float) -> str:
-        """``core 4, 1,234.5-1,300.2 µs (its longest work item: ...), 96 operations``."""
+        """``core 4, 1,234.5-1,300.2 µs (its longest work item: ...), 96 operations`` (``phase spans``
+        where the run kept no row per operation)."""
         t0, t1 = (t / clock_mhz for t in self.window)
-        return f"core {self.core}, {t0:,.1f}-{t1:,.1f} µs ({self.why}), {len(self.rows):,} operations"
+        unit = "phase spans" if self.spans else "operations"
+        return f"core {self.core}, {t0:,.1f}-{t1:,.1f} µs ({self.why}), {len(self.rows):,} {unit}"
+
+    @property
+    def spans(self) -> bool:
+        """The rows are phase spans: the run kept no row per operation (``[sim] ops = false`` or past
+        the row limit; the frame's ``aggregated`` column)."""
+        return "aggregated" in self.rows and bool(self.rows["aggregated"].any())
 
     def note(self, path: str | Path, clock_mhz: float) -> str:
         """The console line: what the PNG shows and what it leaves out."""
@@ -369,6 +377,10 @@ def plot_buffer_compare(results_by_buffer_num: Mapping[int, Any], path: str | Pa
     return save_figure(fig, path)
 
 
+#: a run Gantt's title, by whether its rows are phase spans (:attr:`GanttView.spans`)
+_GANTT_KIND = {False: "pipe Gantt", True: "phase spans (no row per operation kept)"}
+
+
 def plot_all(result: Any, out_dir: str | Path, *, gantt_core: int | None = None,
              gantt_window: Sequence[int] | None = None) -> list[Path]:
     """The per-run plots into ``out_dir``; returns the files written."""
@@ -391,7 +403,8 @@ def plot_run(result: Any, out_dir: str | Path, *, gantt_core: int | None = None,
                           window=gantt_window)
         path = out / f"gantt_core{view.core}.png"
         left = f"\nleft out: {view.left_out}" if view.left_out else ""
+        title = f"{name}: {_GANTT_KIND[view.spans]} of {view.shows(clock)}{left}"
         paths.append(plot_gantt(result.ops, path, core=view.core, window=view.window, clock_mhz=clock,
-                                rows=view.rows, title=f"{name}: pipe Gantt of {view.shows(clock)}{left}"))
+                                rows=view.rows, title=title))
         notes.append(view.note(path, clock))
     return paths, notes
