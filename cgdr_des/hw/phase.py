@@ -255,7 +255,7 @@ class PhaseCompiler:
         if self.timer is not None:
             saved = self.dcache.state()
             try:
-                marks = IdleMarks()
+                marks = IdleMarks() if self.late_v else None
                 timing = self.timer.time(run, self.dcache, marks)
                 return self._timed(timing, self._late_scans(run, 0, timing, saved, marks=marks))
             except KernelDiagnostic:

@@ -377,10 +377,6 @@ def plot_buffer_compare(results_by_buffer_num: Mapping[int, Any], path: str | Pa
     return save_figure(fig, path)
 
 
-#: a run Gantt's title, by whether its rows are phase spans (:attr:`GanttView.spans`)
-_GANTT_KIND = {False: "pipe Gantt", True: "phase spans (no row per operation kept)"}
-
-
 def plot_all(result: Any, out_dir: str | Path, *, gantt_core: int | None = None,
              gantt_window: Sequence[int] | None = None) -> list[Path]:
     """The per-run plots into ``out_dir``; returns the files written."""
@@ -403,7 +399,8 @@ def plot_run(result: Any, out_dir: str | Path, *, gantt_core: int | None = None,
                           window=gantt_window)
         path = out / f"gantt_core{view.core}.png"
         left = f"\nleft out: {view.left_out}" if view.left_out else ""
-        title = f"{name}: {_GANTT_KIND[view.spans]} of {view.shows(clock)}{left}"
+        kind = "phase spans (no row per operation kept)" if view.spans else "pipe Gantt"
+        title = f"{name}: {kind} of {view.shows(clock)}{left}"
         paths.append(plot_gantt(result.ops, path, core=view.core, window=view.window, clock_mhz=clock,
                                 rows=view.rows, title=title))
         notes.append(view.note(path, clock))
