@@ -102,6 +102,12 @@ class ItemCosts:
         many = two[v, np.where(n > 1, tail, 1)] + np.maximum(n - 2, 0) * middle[v]
         return np.where(s <= 0, 0, np.where(n == 1, self.sole[v, np.clip(tail, 0, CHUNK_SIZE)], many))
 
+    @property
+    def together_is_apart(self) -> bool:
+        """Whether an item takes as long with its sibling tiles alongside as apart (the together
+        tables are the apart ones: every calibration of this version, see the module docstring)."""
+        return bool(np.array_equal(self.lock_two, self.two) and np.array_equal(self.lock_middle, self.middle))
+
     def overhead(self, batch_entries, n_items) -> np.ndarray:
         """Cycles of a core's finish that are not its own items (same for every core of a launch)."""
         cycles = self.pre + np.asarray(n_items, np.int64) * self.per_item + np.asarray(batch_entries) * self.per_batch

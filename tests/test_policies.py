@@ -146,3 +146,30 @@ def test_minmax_contiguous_equals_the_item_by_item_fill_with_padding_and_many_it
             hi, lo = np.where(ok, mid, hi), np.where(ok, lo, mid + 1)
         expected = np.where(tokens > 0, _fill_item_by_item(cost, hi)[0], -1)
         assert (owners("minmax_contiguous", tokens, cost, m, np.ones(n, np.int64)) == expected).all()
+
+
+def lpt_by_loop(weights: list[int], m: int) -> list[int]:
+    """LPT item by item: heaviest first (visiting order among equals), each to the least-loaded core
+    (the lowest index among equals)."""
+    loads, owner = [0] * m, [0] * len(weights)
+    for k in sorted(range(len(weights)), key=lambda k: (-weights[k], k)):
+        core = loads.index(min(loads))
+        owner[k], loads[core] = core, loads[core] + weights[k]
+    return owner
+
+
+@pytest.mark.parametrize("policy", ["cost_lpt", "longest_first"])
+def test_lpt_policies_equal_the_item_by_item_loop(policy):
+    """Every batch's owners as the plain loop gives them: ties in weight and load, padding items
+    (weight 0, owner -1) and batches of different item counts in one call."""
+    rng = np.random.default_rng(21)
+    for m in (1, 3, 48):
+        tokens = rng.integers(1, 6, (40, 30)) * 64        # few distinct weights: ties everywhere
+        tokens[rng.random(tokens.shape) < 0.2] = 0
+        tokens[5] = 0                                     # a batch of padding only
+        cost = tokens * 7 + rng.integers(0, 2, tokens.shape) * (tokens > 0)
+        got = owners(policy, tokens, cost, m, np.ones(len(tokens), np.int64))
+        weights = cost if policy == "cost_lpt" else tokens
+        for row, w, t in zip(got, weights, tokens, strict=True):
+            want = lpt_by_loop([int(x) if x > 0 else 0 for x in np.where(t > 0, w, 0)], m)
+            assert row.tolist() == [o if x > 0 else -1 for o, x in zip(want, t, strict=True)]

@@ -8,6 +8,8 @@ overhead plus its own items; the lower bound is what no assignment beats.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -15,7 +17,7 @@ from hypothesis import strategies as st
 
 from cgdr_des.item_costs import ItemCosts
 from cgdr_des.kernel.policies import POLICIES, owners
-from cgdr_des.tail.surrogate import _overlap_share, _starts, _walk, estimate, item_arrays
+from cgdr_des.tail.surrogate import Items, _overlap_share, _starts, _walk, estimate, item_arrays, items_of
 
 CS = 64
 
@@ -140,6 +142,23 @@ def test_split_tiles_with_siblings_are_between_together_and_apart():
     busy_together = [int(together[0, k::2].sum()) for k in range(2)]
     assert all(t <= b <= a for t, b, a in zip(busy_together, est.busy[0].tolist(), busy_apart, strict=True))
     assert est.lower_bound(2)[0] == est.overhead[0] + max(-(-int(together.sum()) // 2), int(together.max()))
+
+
+
+@pytest.mark.parametrize("policy", ["greedy", "round_robin", "cost_lpt", "minmax_contiguous"])
+def test_equal_together_tables_skip_the_blend_and_change_nothing(policy):
+    """A calibration of this version measures the together tables as the apart ones: the estimate
+    then skips the sibling blend, and every frame is what the blend itself gives, to the cycle."""
+    c = costs(nv=4, block_dim=3, v_tiles=2, split=True, siblings=2)
+    c = replace(c, lock_two=c.two.copy(), lock_middle=c.middle.copy())
+    assert c.together_is_apart and not costs(v_tiles=2, split=True, siblings=2).together_is_apart
+    lengths = np.random.default_rng(11).integers(0, 400, (30, 5))
+    items = items_of(c, lengths)
+    assert items.together is None
+    blended = Items(items.tokens, items.cycles, items.cycles.copy())    # what the blend path would take
+    skipped, full = estimate(c, lengths, policy), estimate(c, lengths, policy, items=blended)
+    for field in ("items", "tokens", "busy", "finish", "item_cycles", "overhead"):
+        assert getattr(skipped, field).tolist() == getattr(full, field).tolist(), field
 
 
 def starts_by_loop(dur, owner, per_item: int) -> list[list[int]]:

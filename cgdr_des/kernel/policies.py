@@ -103,17 +103,26 @@ def float_share(tokens, cost, block_dim, avgload):
 
 
 def _lpt(weights: np.ndarray, block_dim: int) -> np.ndarray:
-    """Heaviest item first to the least-loaded core (lowest index on ties; equal weights in visiting order)."""
+    """Heaviest item first to the least-loaded core (lowest index on ties; equal weights in visiting order).
+
+    One step per item for every batch at once; a step is an argmin over the loads and one add, the
+    owners written back in visiting order after the loop (a B = 64 batch of 32 heads on two V-tiles
+    is 4 096 steps). Once every batch is down to its zero-weight items (padding) the loads stop
+    moving, so the rest go to the least-loaded core without a step each."""
     n, k = weights.shape
     order = np.argsort(-weights, axis=1, kind="stable")
-    rows = np.arange(n)
+    w = np.ascontiguousarray(np.take_along_axis(weights, order, axis=1).T)   # (K, N): step j's weights
     loads = np.zeros((n, block_dim), np.int64)
+    flat, base = loads.ravel(), np.arange(n) * block_dim
+    picked = np.empty((k, n), np.int64)
+    steps = int((weights > 0).sum(axis=1).max(initial=0))
+    for j in range(steps):
+        core = loads.argmin(axis=1)
+        picked[j] = core
+        flat[base + core] += w[j]
+    picked[steps:] = loads.argmin(axis=1)
     owner = np.empty((n, k), np.int64)
-    for j in range(k):
-        idx = order[:, j]
-        core = np.argmin(loads, axis=1)
-        loads[rows, core] += weights[rows, idx]
-        owner[rows, idx] = core
+    np.put_along_axis(owner, order, picked.T, axis=1)
     return owner
 
 
@@ -135,7 +144,7 @@ def cost_lpt(tokens, cost, block_dim, avgload):
     return _lpt(cost, block_dim)
 
 
-def _fill(csum: np.ndarray, limit: np.ndarray, most: int, owner: bool = False):
+def _fill(csum: np.ndarray, limit: np.ndarray, most: int, owner: bool = False, ends=None):
     """Contiguous greedy fill of items with prefix sums ``csum`` (``(N, K + 1)``): a new core starts
     when the current one would exceed ``limit``. Returns the cores used per batch (counted up to
     ``most + 1``: beyond that the count only needs to say "too many"), and with ``owner`` the owner of
@@ -144,10 +153,11 @@ def _fill(csum: np.ndarray, limit: np.ndarray, most: int, owner: bool = False):
     ``limit`` is at least each batch's largest item (as every limit the bisection tries is), so a part
     ends where the running sum from its first item would pass ``limit``: one ``searchsorted`` over the
     rows' prefix sums laid end to end finds that end for every batch at once, a call per part rather
-    than a Python step per item (the item loop was half of a tail study's time at B = 64).
+    than a Python step per item (the item loop was half of a tail study's time at B = 64). ``ends``:
+    :func:`_end_to_end` of ``csum`` with a reach of at least every ``limit``, when the caller has it.
     """
     n, k1 = csum.shape
-    flat, span = _end_to_end(csum, int(limit.max()))
+    flat, span = ends if ends is not None else _end_to_end(csum, int(limit.max()))
     rows = np.arange(n)
     start = np.zeros(n, np.int64)
     parts = np.zeros(n, np.int64)
@@ -179,13 +189,16 @@ def minmax_contiguous(tokens, cost, block_dim, avgload):
     csum = np.zeros((cost.shape[0], cost.shape[1] + 1), np.int64)
     np.cumsum(cost, axis=1, out=csum[:, 1:])
     lo = np.maximum(cost.max(axis=1), ceil_div(csum[:, -1], block_dim))
-    hi = np.maximum(csum[:, -1], lo)
+    # feasible: under ceil(total / m) + the largest item every part the fill closes holds more than
+    # total / m, so it closes at most m parts; a bracket of one item's width, not the batch's total
+    hi = np.maximum(np.minimum(csum[:, -1], ceil_div(csum[:, -1], block_dim) + cost.max(axis=1)), lo)
+    ends = _end_to_end(csum, int(hi.max(initial=0)))    # every limit tried is at most the first hi
     while (lo < hi).any():
         mid = (lo + hi) // 2
-        ok = _fill(csum, mid, block_dim) <= block_dim
+        ok = _fill(csum, mid, block_dim, ends=ends) <= block_dim
         hi = np.where(ok, mid, hi)
         lo = np.where(ok, lo, mid + 1)
-    return _fill(csum, hi, cost.shape[1], owner=True)[1]
+    return _fill(csum, hi, cost.shape[1], owner=True, ends=ends)[1]
 
 
 def _bnb(w: list[int], m: int) -> list[int]:

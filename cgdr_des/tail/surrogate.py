@@ -12,7 +12,10 @@ other cores is faster (their K/Q lines are resident when its phases are first ti
 :mod:`cgdr_des.item_costs`). Each item's interval on its core is laid out from the apart
 durations (its core's earlier own items plus the walk over every earlier item), and its duration
 moves from the apart towards the together value by the largest share of it that one sibling on
-another core overlaps; a second pass re-lays the intervals with the blended durations.
+another core overlaps; a second pass re-lays the intervals with the blended durations. Where the
+together tables are the apart ones, as every calibration since ``phase`` gave each core its own data
+cache measures them (:mod:`cgdr_des.item_costs`), the blend moves nothing and is not run: it was half
+of a split-tile study's surrogate time, for durations equal to the apart ones to the cycle.
 """
 
 from __future__ import annotations
@@ -69,7 +72,7 @@ class Items:
 def items_of(costs: ItemCosts, lengths: np.ndarray) -> Items:
     """:class:`Items` of ``lengths`` (``(N, B)`` tokens)."""
     tokens, cycles = item_arrays(costs, np.atleast_2d(np.asarray(lengths, np.int64)))
-    split = costs.split and costs.siblings > 1
+    split = costs.split and costs.siblings > 1 and not costs.together_is_apart
     return Items(tokens, cycles, _together(costs, tokens) if split else None)
 
 
@@ -85,15 +88,17 @@ def estimate(costs: ItemCosts, lengths: np.ndarray, policy: str, *, items: Items
     slot = np.where(owner >= 0, owner + m * np.arange(n)[:, None], n * m)  # padding to a spare bin
 
     def per_core(weights):
-        """Sum ``weights`` (N, K) per (batch, core) by owner; padding items fall into a dropped bin."""
-        return np.bincount(slot.ravel(), weights=weights.ravel(), minlength=n * m + 1)[:-1].reshape(n, m)
+        """Sum ``weights`` (N, K) per (batch, core) by owner (None: count the items); padding items
+        fall into a dropped bin."""
+        w = None if weights is None else weights.ravel()
+        return np.bincount(slot.ravel(), weights=w, minlength=n * m + 1)[:-1].reshape(n, m)
 
     run = _blend(costs, items, owner) if items.together is not None else cycles
     busy = per_core(run).astype(np.int64)
     overhead = costs.overhead(lengths.shape[1], (tokens > 0).sum(axis=1))
     # the lower bound holds for every assignment: each item at its fastest (together) duration
     fastest = np.minimum(cycles, items.together) if items.together is not None else cycles
-    return Estimate(per_core(np.ones_like(cycles)).astype(np.int64), per_core(tokens).astype(np.int64), busy,
+    return Estimate(per_core(None).astype(np.int64), per_core(tokens).astype(np.int64), busy,
                     overhead[:, None] + busy, fastest, overhead)
 
 
