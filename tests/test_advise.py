@@ -24,7 +24,7 @@ TINY = """name = "tiny_advise"
 [hardware]
 overrides = { ub_usable_bytes = 60000 }
 [shape]
-nk = 1
+nk = 2  # conftest.CALIBRATED_NK
 nv = 2
 dk = 16
 dv = 16
@@ -111,7 +111,7 @@ def test_the_two_numbers_are_the_calibrated_item_costs(out):
 
     _, _, _, variants = _frames(out[0])
     for name, fields in (("baseline", {}), ("state_db", {"state_double_buffer": True})):
-        costs = calibrate(nk=1, nv=2, dk=16, dv=16, overrides={"ub_usable_bytes": 60000}, kernel=fields)
+        costs = calibrate(nk=2, nv=2, dk=16, dv=16, overrides={"ub_usable_bytes": 60000}, kernel=fields)
         row = variants.set_index("variant").loc[name]
         assert row["item_fixed_cycles"] == costs.sole[0, 1] and row["chunk_cycles"] == costs.middle[0]
         assert row["base_item_fixed_cycles"] == variants.set_index("variant").loc["baseline", "item_fixed_cycles"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import CALIBRATED_NK
 
 from cgdr_des import cost_cache
 from cgdr_des.hw import load_profile
@@ -12,7 +13,7 @@ from cgdr_des.item_costs import launch_variant, measure_item_costs, variant_key
 from cgdr_des.runtime import package_version, source_hash
 from cgdr_des.simulation import run_launch
 
-SHAPE = (1, 2, 16, 16, True, 1)  # nk, nv, dk, dv, has_gamma, buffer_num
+SHAPE = (CALIBRATED_NK, 2, 16, 16, True, 1)  # nk, nv, dk, dv, has_gamma, buffer_num
 
 
 @pytest.fixture
@@ -41,7 +42,7 @@ def test_two_variants_get_their_own_tables_and_keys(cache):
     assert len(entries) == 2
     # the source kernel's entry has the key of the inputs as they were before variants were keyed
     inputs = {"profile": {f: getattr(prof, f) for f in prof.__dataclass_fields__},
-              "shape": {"nk": 1, "nv": 2, "dk": 16, "dv": 16, "has_gamma": True}, "buffer_num": 1,
+              "shape": {"nk": CALIBRATED_NK, "nv": 2, "dk": 16, "dv": 16, "has_gamma": True}, "buffer_num": 1,
               "runner": "cgdr_des.simulation.run_launch"}
     old_key = cost_cache.fingerprint({**cost_cache.canonical(inputs), "package_version": package_version(),
                                       "source_sha256": source_hash()})

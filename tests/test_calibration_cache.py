@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from conftest import CALIBRATED_NK
 from test_sweep_tail import BASE
 
 from cgdr_des import cost_cache, item_costs
@@ -21,7 +22,7 @@ from cgdr_des.hw import load_profile
 from cgdr_des.item_costs import ItemCosts, measure_item_costs
 from cgdr_des.simulation import run_launch
 
-SHAPE = (1, 2, 16, 16, True, 1)  # nk, nv, dk, dv, has_gamma, buffer_num: a calibration of ~1 s
+SHAPE = (CALIBRATED_NK, 2, 16, 16, True, 1)  # nk, nv, dk, dv, has_gamma, buffer_num: a calibration of ~2 s
 LAUNCHES: list[int] = []
 
 
@@ -99,7 +100,7 @@ def test_every_fingerprint_input_changes_the_key(fake_calibration, monkeypatch, 
     shape, prof, runner = list(SHAPE), None, counting_run
     index = {"nk": 0, "nv": 1, "dk": 2, "dv": 3, "has_gamma": 4, "buffer_num": 5}
     if change in index:
-        shape[index[change]] = {"nk": 2, "nv": 4, "dk": 32, "dv": 32, "has_gamma": False, "buffer_num": 2}[change]
+        shape[index[change]] = {"nk": 1, "nv": 4, "dk": 32, "dv": 32, "has_gamma": False, "buffer_num": 2}[change]
     elif change == "override":
         prof = load_profile("atlas-300i-duo", {"scalar_alu_cycles": 3})
     elif change == "profile":
@@ -193,7 +194,7 @@ def counting_run(launch, prof, **kw):
 
 while not __import__("os").path.exists({go!r}):  # both processes start calibrating together
     time.sleep(0.01)
-costs = measure_item_costs(load_profile("atlas-300i-duo"), 1, 2, 16, 16, True, 1, counting_run)
+costs = measure_item_costs(load_profile("atlas-300i-duo"), *{shape!r}, counting_run)
 print(json.dumps(costs.to_json()))
 """
 
@@ -202,7 +203,8 @@ print(json.dumps(costs.to_json()))
 def test_two_processes_asking_at_once_compute_once(cache, tmp_path):
     log, go = tmp_path / "launches.log", tmp_path / "go"
     script = tmp_path / "worker.py"
-    script.write_text(textwrap.dedent(WORKER.format(tests=str(Path(__file__).parent), log=str(log), go=str(go))))
+    script.write_text(textwrap.dedent(WORKER.format(tests=str(Path(__file__).parent), log=str(log), go=str(go),
+                                                     shape=SHAPE)))
     procs = [subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True) for _ in range(2)]
     go.touch()

@@ -51,8 +51,8 @@ TINY = textwrap.dedent("""
 DIST = textwrap.dedent("""
     name = "d"
     [shape]
-    nk = 1
-    nv = 1
+    nk = 2  # conftest.CALIBRATED_NK
+    nv = 2
     dk = 16
     dv = 16
     [workload]

@@ -14,7 +14,7 @@ from cgdr_des.tail import run_study
 BASE = """
 name = "tiny_tail"
 [shape]
-nk = 1
+nk = 2  # two K/Q heads: a calibration at half the CPU (conftest.CALIBRATED_NK)
 nv = 2
 dk = 16
 dv = 16
