@@ -7,11 +7,22 @@ passed in (``run_launch``, :func:`cgdr_des.simulation.run_launch`) rather than i
 A work item's duration depends only on its sequence length and V-tile: a sequence of ``n`` tokens is
 ``ceil(n / 64)`` chunks, all full but the last, of length ``L`` (1..64). The calibration run holds
 one sequence of every length 1..64 (every sole chunk: measured, not fitted, since the cost steps
-with vector repeats and alignment), two-chunk sequences ``64 + L`` for a few ``L`` (a two-chunk item
-costs a sole chunk of ``L`` plus a nearly constant first chunk: the difference, smooth in ``L``
-and varying by under 0.1 % over it, is interpolated linearly between the probes) and four-chunk
-sequences (a middle chunk is half the difference between four and two chunks of the same ``L``).
-Every distinct chunk length is a new phase signature to compile, which is what calibration costs.
+with vector repeats and alignment). The probe run, a launch of its own, holds two-chunk sequences
+``64 + L`` for a few ``L`` (a two-chunk item costs a sole chunk of ``L`` plus a nearly constant
+first chunk: the difference, smooth in ``L`` and varying by under 0.1 % over it, is interpolated
+linearly between the probes) and four-chunk sequences (a middle chunk is half the difference
+between four and two chunks of the same ``L``). Every distinct chunk length is a new phase
+signature to compile, which is what calibration costs.
+
+Why the probes run apart: a chunk's time depends on what the other cores move over GM meanwhile
+(``phase`` times a compute run against a busy V and keeps a DataCopy run's last calls apart, as
+``instr`` does, so GM contention reaches the chunk call by call). Beside the 64 short items of the
+calibration run, the probes' middle chunks met other cores' first chunks and measured 0.53 % dearer
+than the middle chunks of a batch of long sequences, where every core runs middle chunks
+(atlas-300i-duo, (16, 16, 128, 128): 1 367 473 against 1 360 208 cycles, the same between 2 and
+12 chunks in a launch of multi-chunk sequences); the surrogate overestimated such batches by as
+much (+0.53 % on ``bench_tail_study.py``'s worst batch, +0.009 % before that timing came in). In a
+launch of multi-chunk items alone they read the steady value.
 The calibration launches run the kernel variant asked for (``buffer_num`` and the other ``[kernel]``
 fields of :mod:`cgdr_des.kernel.variants`), so a variant's items are timed on its own program.
 Each item's duration is its ``end - start`` in the items frame, the median over the heads that ran
@@ -22,7 +33,7 @@ length load), whoever owns them, so a core's finish is ``overhead(B, K) + the su
 durations``, with ``overhead = pre + K * per_item + B * per_batch`` for B batch entries and K work
 items. ``per_item`` is the measured gap between consecutive items; ``pre`` and ``per_batch`` (which
 also holds ComputeAvgload's read of every length) come from the overhead measured in two runs: the
-calibration run and a one-sequence run.
+calibration run and a one-sequence run (the probe run's items are not in it).
 
 Split V-tiles (``ShouldSplitVTiles``): the tiles of one head run on different cores and read the same
 K and Q rows with scalar GetValue. ``phase`` fidelity gives each core of such a launch its own data
@@ -54,11 +65,12 @@ from cgdr_des.kernel.functional import make_launch
 from cgdr_des.kernel.launch import CHUNK_SIZE, Shape
 from cgdr_des.workload.tensors import draw_g
 
-#: Sequences of the calibration run: every sole chunk length, two- and four-chunk probes.
+#: Sequences of the calibration run (every sole chunk length) and of the probe run (two- and four-chunk
+#: probes, a launch of their own: see the module docstring).
 TWO_PROBES = (1, 16, 32, 48, 64)
 MIDDLE_PROBES = (1, 32, 64)
-CAL_LENGTHS = (*range(1, CHUNK_SIZE + 1), *(CHUNK_SIZE + L for L in TWO_PROBES),
-               *(3 * CHUNK_SIZE + L for L in MIDDLE_PROBES))
+CAL_LENGTHS = tuple(range(1, CHUNK_SIZE + 1))
+PROBE_LENGTHS = (*(CHUNK_SIZE + L for L in TWO_PROBES), *(3 * CHUNK_SIZE + L for L in MIDDLE_PROBES))
 
 
 @dataclass(frozen=True)
@@ -195,7 +207,7 @@ def _calibrate(prof, nk: int, nv: int, dk: int, dv: int, has_gamma: bool, buffer
         except KernelDiagnostic as exc:
             raise KernelDiagnostic(_explain(prof, exc)) from None
 
-    return _measure(*run(CAL_LENGTHS), run([1])[0], prof)
+    return _measure(*run(CAL_LENGTHS), run(PROBE_LENGTHS)[0], run([1])[0], prof)
 
 
 def _explain(prof, exc: Exception) -> str:
@@ -207,9 +219,12 @@ def _explain(prof, exc: Exception) -> str:
     return f"tail calibration on {prof.name}: {first}"
 
 
-def _measure(result, launch, one, prof) -> ItemCosts:
-    """Item tables from the calibration run ``result``; the overhead from it and the one-item run ``one``."""
-    items = result.items.copy()
+def _measure(result, launch, probes, one, prof) -> ItemCosts:
+    """Item tables from the calibration run ``result`` (sole chunks) and the probe run ``probes`` (two and
+    four chunks); the overhead from the calibration run and the one-item run ``one``."""
+    import pandas as pd  # a Result's frames are pandas already; the module itself stays light to import
+
+    items = pd.concat([result.items, probes.items], ignore_index=True)
     items["dur"] = items["end"] - items["start"]
     items["slot"] = items["vtile"].clip(lower=0)
     slots = int(items["slot"].max()) + 1
@@ -223,7 +238,7 @@ def _measure(result, launch, one, prof) -> ItemCosts:
         two[v, 1:] = sole[v, 1:] + np.round(np.interp(np.arange(1, CHUNK_SIZE + 1), TWO_PROBES, first)).astype(np.int64)
         middle[v] = int(round(np.median([(med[(v, 3 * CHUNK_SIZE + L)] - med[(v, CHUNK_SIZE + L)]) / 2
                                          for L in MIDDLE_PROBES])))
-    per_item = _item_gap(items)
+    per_item = _item_gap(result.items)
     # overhead = pre + K per_item + B per_batch, known at (B, K) of both runs: two equations
     (k1, o1), (k2, o2) = _overhead(one), _overhead(result)
     b1, b2 = 1, len(launch.lengths)
