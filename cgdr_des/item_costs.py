@@ -38,10 +38,10 @@ calibration run and a one-sequence run (the probe run's items are not in it).
 Split V-tiles (``ShouldSplitVTiles``): the tiles of one head run on different cores and read the same
 K and Q rows with scalar GetValue. ``phase`` fidelity gives each core of such a launch its own data
 cache (docs/architecture.md §2.5), so an item's duration no longer depends on whether its sibling
-tiles run alongside: the together tables (``lock_two``, ``lock_middle``) are the apart ones. They were
-measured by one extra launch per two- and four-chunk probe while ``phase`` shared one cache across
-cores; they agreed with the apart tables within 0.07 % (atlas-a2-910b2, (16, 32, 128, 128)) and are
-no longer run (they were 33 of that calibration's 130 CPU seconds).
+tiles run alongside, and one table per V-tile slot serves both. Together tables were measured by one
+extra launch per two- and four-chunk probe while ``phase`` shared one cache across cores; they agreed
+with the apart tables within 0.07 % (atlas-a2-910b2, (16, 32, 128, 128)) and are no longer measured
+or kept (they were 33 of that calibration's 130 CPU seconds).
 
 What the calibration does not measure, and why: no chunk length twice, no sequence longer than four
 chunks (a further full chunk costs the same as the third), no second launch context for split tiles.
@@ -80,9 +80,6 @@ class ItemCosts:
     ``sole[v, L]``: an item of L <= 64 tokens on V-tile slot v (slot 0 when tiles are not split);
     ``two[v, L]``: an item of 64 + L tokens; ``middle[v]``: each further full chunk;
     ``pre``, ``per_item``, ``per_batch``: the per-core overhead ``pre + K per_item + B per_batch``.
-    ``lock_two``, ``lock_middle``: ``two`` and ``middle`` when the item's sibling tiles run alongside
-    on other cores (split V-tiles only; equal to ``two``/``middle`` otherwise). ``siblings``: items
-    per (batch, K/Q head) that read the same K/Q rows (heads per K/Q head times tiles).
     """
 
     sole: np.ndarray
@@ -99,26 +96,15 @@ class ItemCosts:
     block_dim: int
     clock_mhz: float
     profile: str
-    lock_two: np.ndarray
-    lock_middle: np.ndarray
-    siblings: int
 
-    def item_cycles(self, seqlen, vtile, *, together: bool = False) -> np.ndarray:
-        """Duration (int64 cycles) of items of ``seqlen`` tokens on ``vtile`` (-1: unsplit); 0 for length 0.
-        ``together``: with the item's sibling tiles running alongside (see the module docstring)."""
-        two, middle = (self.lock_two, self.lock_middle) if together else (self.two, self.middle)
+    def item_cycles(self, seqlen, vtile) -> np.ndarray:
+        """Duration (int64 cycles) of items of ``seqlen`` tokens on ``vtile`` (-1: unsplit); 0 for length 0."""
         s = np.asarray(seqlen, np.int64)
         v = np.maximum(np.asarray(vtile, np.int64), 0)
         n = np.maximum(ceil_div(s, CHUNK_SIZE), 1)
         tail = s - CHUNK_SIZE * (n - 1)
-        many = two[v, np.where(n > 1, tail, 1)] + np.maximum(n - 2, 0) * middle[v]
+        many = self.two[v, np.where(n > 1, tail, 1)] + np.maximum(n - 2, 0) * self.middle[v]
         return np.where(s <= 0, 0, np.where(n == 1, self.sole[v, np.clip(tail, 0, CHUNK_SIZE)], many))
-
-    @property
-    def together_is_apart(self) -> bool:
-        """Whether an item takes as long with its sibling tiles alongside as apart (the together
-        tables are the apart ones: every calibration of this version, see the module docstring)."""
-        return bool(np.array_equal(self.lock_two, self.two) and np.array_equal(self.lock_middle, self.middle))
 
     def overhead(self, batch_entries, n_items) -> np.ndarray:
         """Cycles of a core's finish that are not its own items (same for every core of a launch)."""
@@ -136,7 +122,7 @@ class ItemCosts:
                       for f in fields(cls)})
 
 
-_ARRAYS = ("sole", "two", "middle", "lock_two", "lock_middle")
+_ARRAYS = ("sole", "two", "middle")
 
 
 def variant_key(kernel: dict | None) -> tuple:
@@ -185,8 +171,7 @@ def _why_not_costs(doc: dict) -> str | None:
         return f"not an item-cost table: {type(exc).__name__} {str(exc)[:40]}"
     slots = costs.sole.shape[0] if costs.sole.ndim == 2 else 0
     want = (slots, CHUNK_SIZE + 1)
-    if not slots or any(getattr(costs, a).shape != want for a in ("sole", "two", "lock_two")) \
-            or any(getattr(costs, a).shape != (slots,) for a in ("middle", "lock_middle")):
+    if not slots or costs.sole.shape != want or costs.two.shape != want or costs.middle.shape != (slots,):
         return "item-cost tables of the wrong size"
     return None
 
@@ -247,8 +232,7 @@ def _measure(result, launch, probes, one, prof) -> ItemCosts:
     t, sh = launch.tiling, launch.shape
     split = bool((items["vtile"] >= 0).any())
     return ItemCosts(sole, two, middle, pre, per_item, float(per_batch), sh.nv, sh.dv, t.v_step, t.v_tile_count,
-                     split, t.block_dim, float(prof.clock_mhz), prof.name, two, middle,
-                     sh.nv // sh.nk * (t.v_tile_count if split else 1))
+                     split, t.block_dim, float(prof.clock_mhz), prof.name)
 
 
 def _overhead(result) -> tuple[int, float]:

@@ -72,8 +72,7 @@ def table() -> ItemCosts:
     sole = np.r_[0, 1_000 + 20 * np.arange(1, 65)][None, :].astype(np.int64)
     two, middle = sole + 900, np.array([1_500], np.int64)
     return ItemCosts(sole, two, middle, pre=300, per_item=40, per_batch=12.5, nv=2, dv=16, v_step=16, v_tiles=1,
-                     split=False, block_dim=8, clock_mhz=1000.0, profile="atlas-300i-duo", lock_two=two,
-                     lock_middle=middle, siblings=2)
+                     split=False, block_dim=8, clock_mhz=1000.0, profile="atlas-300i-duo")
 
 
 @pytest.fixture

@@ -105,7 +105,7 @@ def test_split_tiles_of_one_head_running_together_within_half_a_percent(profile,
     """One sequence: greedy puts each V-tile on its own core, all starting at once (the together
     context). Apart durations alone are up to 2.6 % off here; probes cover only a few lengths."""
     costs = calibrate(profile, **SPLIT, overrides=overrides(profile))
-    assert costs.split and costs.v_tiles == 2 and costs.siblings == 2
+    assert costs.split and costs.v_tiles == 2
     finish, ran = phase_finish(profile, [n], shape=SPLIT)
     assert ran.sum() == 2
     assert within(estimate(costs, np.array([[n]]), "greedy"), finish, ran, CHECK_BOUND)
@@ -125,16 +125,10 @@ def test_split_tiles_on_random_batches_within_half_a_percent(profile, lengths, p
 
 
 @pytest.mark.slow
-def test_split_tiles_together_are_never_slower_and_bound_the_makespan():
-    """The together tables are never slower than apart (beyond a few cycles of ScalarExp; since each
-    core has its own data cache at phase fidelity they are the apart ones, docs/tail.md), and the lower
-    bound uses them so it holds for every assignment."""
+def test_split_tiles_bound_the_makespan():
+    """The lower bound holds for every assignment of split V-tiles (each core keeps its own data cache
+    at phase fidelity, so a tile takes as long whether its siblings run alongside or not, docs/tail.md)."""
     costs = calibrate(**SPLIT)
-    n = np.arange(1, 600)
-    for v in range(costs.v_tiles):
-        apart, together = costs.item_cycles(n, np.full(n.size, v)), costs.item_cycles(n, np.full(n.size, v),
-                                                                                       together=True)
-        assert (together <= apart + 100).all()
     lengths = np.random.default_rng(4).integers(1, 300, (50, 4))
     for policy in ("greedy", "round_robin", "cost_lpt"):
         est = estimate(costs, lengths, policy)

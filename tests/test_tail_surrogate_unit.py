@@ -8,8 +8,6 @@ overhead plus its own items; the lower bound is what no assignment beats.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -17,31 +15,30 @@ from hypothesis import strategies as st
 
 from cgdr_des.item_costs import ItemCosts
 from cgdr_des.kernel.policies import POLICIES, owners
-from cgdr_des.tail.surrogate import Items, _overlap_share, _starts, _walk, estimate, item_arrays, items_of
+from cgdr_des.tail.surrogate import estimate, item_arrays
 
 CS = 64
 
 
-def costs(*, nv=2, block_dim=3, v_tiles=1, split=False, siblings=1) -> ItemCosts:
+def costs(*, nv=2, block_dim=3, v_tiles=1, split=False) -> ItemCosts:
     slots = v_tiles if split else 1
     sole = np.array([[1000 + 17 * L + 5 * v for L in range(CS + 1)] for v in range(slots)], np.int64)
     two = np.array([[3000 + 13 * L + 5 * v for L in range(CS + 1)] for v in range(slots)], np.int64)
     middle = np.array([2000 + 5 * v for v in range(slots)], np.int64)
     return ItemCosts(sole=sole, two=two, middle=middle, pre=500, per_item=7, per_batch=11.5, nv=nv, dv=128,
                      v_step=128 // v_tiles, v_tiles=v_tiles, split=split, block_dim=block_dim, clock_mhz=1000.0,
-                     profile="synthetic", lock_two=two - 40, lock_middle=middle - 20, siblings=siblings)
+                     profile="synthetic")
 
 
-def item_by_loop(c: ItemCosts, n: int, v: int, together: bool = False) -> int:
+def item_by_loop(c: ItemCosts, n: int, v: int) -> int:
     """Walk the chunks of an n-token item: one sole chunk, or the two-chunk pair plus middles."""
     if n <= 0:
         return 0
-    two, middle = (c.lock_two, c.lock_middle) if together else (c.two, c.middle)
     chunks = -(-n // CS)
     if chunks == 1:
         return int(c.sole[v, n])
     tail = n - CS * (chunks - 1)
-    return int(two[v, tail]) + (chunks - 2) * int(middle[v])
+    return int(c.two[v, tail]) + (chunks - 2) * int(c.middle[v])
 
 
 @pytest.mark.parametrize("n", [0, 1, 17, 63, 64, 65, 100, 128, 129, 192, 640, 641, 4096])
@@ -49,7 +46,6 @@ def test_item_cycles_walk_the_chunks(n):
     c = costs(split=True, v_tiles=2)
     for v in (0, 1):
         assert c.item_cycles(n, v) == item_by_loop(c, n, v)
-        assert c.item_cycles(n, v, together=True) == item_by_loop(c, n, v, together=True)
     assert costs().item_cycles(n, -1) == item_by_loop(costs(), n, 0)  # -1: an unsplit item, slot 0
 
 
@@ -130,68 +126,14 @@ def test_many_batches_at_once_equal_one_at_a_time():
         assert together.finish[i].tolist() == alone.finish[0].tolist()
 
 
-def test_split_tiles_with_siblings_are_between_together_and_apart():
-    """Blended durations: never slower than apart, never faster than together (each item)."""
-    c = costs(nv=1, block_dim=2, v_tiles=2, split=True, siblings=2)
+def test_split_tiles_are_items_of_their_own_slot_s_table():
+    """Each V-tile of a head is an item timed by its slot's table, on the core the policy gives it;
+    the lower bound is every item at that duration (siblings alongside change nothing: each core
+    keeps its own data cache)."""
+    c = costs(nv=1, block_dim=2, v_tiles=2, split=True)
     lengths = np.array([[300, 200]])
     est = estimate(c, lengths, "round_robin")
-    tokens, apart = item_arrays(c, lengths)
-    tiles = np.tile(np.arange(2), 2)
-    together = c.item_cycles(tokens, tiles[None, :], together=True)
-    busy_apart = [int(apart[0, k::2].sum()) for k in range(2)]     # round robin: item k on core k % 2
-    busy_together = [int(together[0, k::2].sum()) for k in range(2)]
-    assert all(t <= b <= a for t, b, a in zip(busy_together, est.busy[0].tolist(), busy_apart, strict=True))
-    assert est.lower_bound(2)[0] == est.overhead[0] + max(-(-int(together.sum()) // 2), int(together.max()))
-
-
-
-@pytest.mark.parametrize("policy", ["greedy", "round_robin", "cost_lpt", "minmax_contiguous"])
-def test_equal_together_tables_skip_the_blend_and_change_nothing(policy):
-    """A calibration of this version measures the together tables as the apart ones: the estimate
-    then skips the sibling blend, and every frame is what the blend itself gives, to the cycle."""
-    c = costs(nv=4, block_dim=3, v_tiles=2, split=True, siblings=2)
-    c = replace(c, lock_two=c.two.copy(), lock_middle=c.middle.copy())
-    assert c.together_is_apart and not costs(v_tiles=2, split=True, siblings=2).together_is_apart
-    lengths = np.random.default_rng(11).integers(0, 400, (30, 5))
-    items = items_of(c, lengths)
-    assert items.together is None
-    blended = Items(items.tokens, items.cycles, items.cycles.copy())    # what the blend path would take
-    skipped, full = estimate(c, lengths, policy), estimate(c, lengths, policy, items=blended)
-    for field in ("items", "tokens", "busy", "finish", "item_cycles", "overhead"):
-        assert getattr(skipped, field).tolist() == getattr(full, field).tolist(), field
-
-
-def starts_by_loop(dur, owner, per_item: int) -> list[list[int]]:
-    """Item k starts after the walk over the k items before it and its core's own earlier items."""
-    return [[per_item * k + sum(int(d[j]) for j in range(k) if o[j] == o[k]) for k in range(len(d))]
-            for d, o in zip(dur, owner, strict=True)]
-
-
-def overlap_by_loop(start, dur, owner, g: int) -> list[list[float]]:
-    """Per item: the most cycles one sibling (same group of ``g`` neighbours) on another, real core runs
-    alongside it, over its duration."""
-    out = []
-    for s, d, o in zip(start, dur, owner, strict=True):
-        row = []
-        for i in range(len(d)):
-            head = range(i - i % g, i - i % g + g)
-            best = max([max(0, min(s[i] + d[i], s[j] + d[j]) - max(s[i], s[j]))
-                        for j in head if j != i and o[j] != o[i] and o[j] >= 0], default=0)
-            row.append(best / d[i] if d[i] > 0 else 0.0)
-        out.append(row)
-    return out
-
-
-@settings(max_examples=150, deadline=None, derandomize=True)
-@given(g=st.integers(1, 4), heads=st.integers(1, 6), n=st.integers(1, 3), cores=st.integers(1, 5),
-       seed=st.integers(0, 2**32 - 1))
-def test_starts_and_sibling_overlap_equal_their_loops(g, heads, n, cores, seed):
-    """The arrays behind the split-tile blend (padding items, owner -1, included) against plain loops."""
-    rng = np.random.default_rng(seed)
-    dur = rng.integers(0, 60, (n, g * heads))
-    owner = rng.integers(-1, cores, (n, g * heads))
-    start = _starts(dur, _walk(owner), 7)
-    assert start.tolist() == starts_by_loop(dur, owner, 7)
-    # on the walk's starts (one core's items never overlap) and on any starts (they may)
-    for s in (start, rng.integers(0, 200, (n, g * heads))):
-        assert np.allclose(_overlap_share(s, dur, owner, g), overlap_by_loop(s, dur, owner, g), rtol=0, atol=1e-12)
+    want = [item_by_loop(c, n, v) for n in (300, 200) for v in (0, 1)]
+    busy = [sum(want[k::2]) for k in range(2)]     # round robin: item k on core k % 2
+    assert est.busy[0].tolist() == busy
+    assert est.lower_bound(2)[0] == est.overhead[0] + max(-(-sum(want) // 2), max(want))

@@ -131,6 +131,5 @@ def shifted(costs: ItemCosts, nominal: Probe, point: Probe, clock_mhz: float) ->
     first = np.rint(d[:, k] - d[:, k - 1]).astype(np.int64)[:, None]      # 128 tokens minus 64
     middle = np.rint((d[:, k + 1] - d[:, k]) / 2).astype(np.int64)       # (256 - 128) / 2
     return replace(costs, sole=costs.sole + sole_shift, two=costs.two + sole_shift + first,
-                   middle=costs.middle + middle, lock_two=costs.lock_two + sole_shift + first,
-                   lock_middle=costs.lock_middle + middle,
+                   middle=costs.middle + middle,
                    pre=int(round(costs.pre + point.overhead - nominal.overhead)), clock_mhz=float(clock_mhz))
