@@ -203,17 +203,20 @@ def _chunk_counts(lengths, dk, dv, ub, nv, kernel) -> dict:
     g = np.full((shape.t, nv), -0.01, dtype=np.float32)
     launch = make_launch(shape, lengths, g, None, numerics="off", ub_size=ub, aiv_num=8, **kernel)
     counts: dict = {}
-    tag = None
+    c, phase = None, None
     for rec in core_program(launch, 0):
-        if type(rec) is Tag:
-            tag = rec
-            if rec.phase == "S3_LoadState":  # the V-tiles core 0 runs (one of them when tiles split)
+        t = type(rec)
+        if t is Tag:  # the counter of the tag's chunk looked up once per tag, not once per record
+            phase = rec.phase
+            c = counts.get(rec.chunk)
+            if c is None:
+                c = counts[rec.chunk] = Counter()
+            if phase == "S3_LoadState":  # the V-tiles core 0 runs (one of them when tiles split)
                 counts.setdefault(("tiles", rec.chunk), []).append(rec.vtile)
             continue
-        c = counts.setdefault(tag.chunk, Counter())
-        c[(tag.phase, record_kind(rec))] += rec.count if type(rec) is Scalar else 1
-        if type(rec) is Dma:
-            c[(tag.phase, "bytes_" + rec.pipe)] += rec.nbytes
+        c[phase, record_kind(rec)] += rec.count if t is Scalar else 1
+        if t is Dma:
+            c[phase, "bytes_" + rec.pipe] += rec.nbytes
     return counts, launch.tiling
 
 
