@@ -2,14 +2,21 @@
 (``cgdr_des/sweep/executors.py``, ``LocalPool``) and a tail study's self-checks (``cgdr_des/tail/checks.py``).
 
 ``WorkerPool(workers).completed(tasks, fn)`` yields ``(task, future)`` pairs as workers finish them.
-The workers are started fresh (``spawn``) with OMP/OpenBLAS/MKL limited to one thread, so N workers
-use N cores and do not oversubscribe them with BLAS threads. They never outlive their parent: they
-ignore Ctrl-C (the terminal sends it to the whole process group; the parent ends them instead,
-without a traceback), the parent terminates them when it is interrupted or stops early, and each
-worker ends itself when its parent is gone (SIGKILL), by ``PR_SET_PDEATHSIG`` on Linux and a
-watchdog thread that polls ``os.getppid()`` everywhere. The multiprocessing resource tracker exits
-when the last of them has. A worker knows it is one (:func:`in_worker`), so work that could start a
-pool of its own (a tail point of a sweep) runs in the worker instead: pools never nest.
+The workers are forked from a multiprocessing *forkserver* that has imported what a worker runs
+(:data:`PRELOAD`) once for the process: a spawned worker paid ~1-1.5 s of CPU importing pandas,
+pyarrow, SimPy and the simulator, each worker of each pool (in a test process that starts many
+pools, or a two-worker sweep, that was the larger part of the workers' start-up). A worker takes the
+caller's environment and working directory as they are when the pool starts (the server's are those
+of its own start) and limits BLAS to one thread (threadpoolctl; OMP/OpenBLAS/MKL set to 1 as well),
+so N workers use N cores and do not oversubscribe them with BLAS threads. They never outlive their
+parent: they ignore Ctrl-C (the terminal sends it to the whole process group; the parent ends them
+instead, without a traceback), the parent terminates them when it is interrupted or stops early,
+and each worker ends itself when the parent is gone (SIGKILL included): a watchdog thread checks
+every half second that the parent still runs (``PR_SET_PDEATHSIG`` on Linux ends it with the
+forkserver it was forked from, which exits once the parent and the workers are gone). The
+multiprocessing resource tracker exits when the last of them has. A worker knows it is one
+(:func:`in_worker`), so work that could start a pool of its own (a tail point of a sweep) runs in the
+worker instead: pools never nest.
 """
 
 from __future__ import annotations
@@ -39,6 +46,10 @@ _QUIET_TRACKER = "ignore::UserWarning:multiprocessing.resource_tracker"
 _PR_SET_PDEATHSIG = 1
 #: set in a pool worker by its initializer (see :func:`in_worker`)
 _IN_WORKER = False
+#: what the forkserver imports before it forks any worker: the modules a sweep point or a tail check
+#: runs (their own imports are lazy, so the heavy libraries are named too)
+PRELOAD = ["numpy", "pandas", "pyarrow.parquet", "simpy", "threadpoolctl", "cgdr_des.simulation",
+           "cgdr_des.item_costs", "cgdr_des.sweep.work", "cgdr_des.tail.checks", "cgdr_des.tail.surrogate"]
 
 
 def in_worker() -> bool:
@@ -66,7 +77,8 @@ def idle_cpus() -> int:
 
 
 class WorkerPool:
-    """A pool of ``workers`` fresh processes with single-threaded BLAS (see the module docstring)."""
+    """A pool of ``workers`` processes forked from a preloaded forkserver, with single-threaded BLAS (see
+    the module docstring)."""
 
     def __init__(self, workers: int):
         self.workers = workers
@@ -112,13 +124,16 @@ class WorkerPool:
     def _starting(self) -> Iterator[ProcessPoolExecutor]:
         """A new executor (also ``self._pool``) whose workers start in ``submit()`` inside this block.
 
-        spawn: a fresh interpreter reads the BLAS variables when it first loads numpy (a forked child
-        would inherit the parent's already-started BLAS threads); Ctrl-C stays blocked from the
-        workers' first instruction on (:func:`starting_workers`)."""
+        forkserver: the server, started here the first time (the BLAS variables set and Ctrl-C
+        blocked, which its workers inherit from it), never ran BLAS work of this process; Ctrl-C stays
+        blocked from the workers' first instruction on (:func:`starting_workers`)."""
         warnings = ",".join(filter(None, [os.environ.get("PYTHONWARNINGS"), _QUIET_TRACKER]))
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(PRELOAD)  # read when the server starts; a running one keeps its own
         with scoped_environ({**BLAS_ENV, "PYTHONWARNINGS": warnings}), starting_workers():
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
-                                             initializer=_worker_init, initargs=(os.getpid(),))
+            caller = (os.getpid(), dict(os.environ), os.getcwd())
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_worker_init,
+                                             initargs=caller)
             yield self._pool
 
     def close(self) -> None:
@@ -133,25 +148,50 @@ class WorkerPool:
                 proc.kill()
 
 
-def _worker_init(parent: int) -> None:
-    """In each pool worker, first: ignore Ctrl-C, then end with the parent (see the module docstring)."""
+def _worker_init(parent: int, env: dict, cwd: str) -> None:
+    """In each pool worker, first: ignore Ctrl-C, then end with the process it was forked from (see the
+    module docstring); then the caller's environment, working directory and one BLAS thread."""
     global _IN_WORKER
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # drops one that arrived while it started (blocked)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     _IN_WORKER = True
+    server = os.getppid()   # the forkserver (module docstring)
     if sys.platform.startswith("linux"):
         try:
             ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         except (OSError, AttributeError):  # no prctl: the watchdog alone
             pass
-    if os.getppid() != parent:  # the parent died before prctl took effect
+    if server == 1 or not _alive(parent):  # gone before prctl took effect
         os._exit(1)
-    threading.Thread(target=_watch_parent, args=(parent,), name="cgdr-des parent watchdog", daemon=True).start()
+    threading.Thread(target=_watch_parent, args=(parent, server), name="cgdr-des parent watchdog",
+                     daemon=True).start()
+    os.chdir(cwd)
+    os.environ.clear()
+    os.environ.update(env)
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(1)  # for good in this process: a server started elsewhere may have loaded BLAS wider
 
 
-def _watch_parent(parent: int) -> None:
-    """End this worker at once when its parent is gone (it is re-parented, so getppid changes)."""
-    while os.getppid() == parent:
+def _alive(pid: int) -> bool:
+    """``pid`` runs (a zombie, dead but not yet reaped by its own parent, does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: the pid was reused, ours is gone
+        return False
+    try:
+        stat = open(f"/proc/{pid}/stat", encoding="ascii", errors="replace").read()  # noqa: SIM115
+    except OSError:  # no /proc here: kill(0) is all there is
+        return True
+    return stat[stat.rindex(")") + 2:][:1] != "Z"
+
+
+def _watch_parent(parent: int, server: int) -> None:
+    """End this worker at once when the parent is gone. Watched directly: the forkserver this worker was
+    forked from outlives the parent while any worker holds the server's pipe, which every worker does."""
+    while os.getppid() == server and _alive(parent):
         time.sleep(WATCHDOG_INTERVAL)
     os._exit(1)
 

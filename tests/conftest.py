@@ -101,7 +101,9 @@ def forked(target, *args):
 
 
 def as_the_caller(cwd: str, env: dict) -> None:
-    """In a :func:`forked` child: the caller's working directory and environment."""
+    """In a :func:`forked` child: the caller's working directory and environment, and Ctrl-C let through
+    (the forkserver may be the one a process pool of the package started, with Ctrl-C blocked)."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     os.chdir(cwd)
     os.environ.clear()
     os.environ.update(env)

@@ -51,3 +51,23 @@ def report_blas_env(task):
 
     names = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
     return Outcome(task.point, error=",".join(f"{n}={os.environ.get(n)}" for n in names))
+
+
+def report_blas_threads(task):
+    """A point function for pool workers: the thread counts of the BLAS libraries numpy loaded, as read
+    from the libraries themselves (threadpoolctl), as its 'error'."""
+    from threadpoolctl import threadpool_info
+
+    from cgdr_des.sweep.work import Outcome
+
+    return Outcome(task.point, error=",".join(sorted({str(lib["num_threads"]) for lib in threadpool_info()
+                                                      if lib["user_api"] == "blas"})))
+
+
+def report_caller(task):
+    """A point function for pool workers: the worker's CGDR_DES_TEST_MARK and working directory."""
+    import os
+
+    from cgdr_des.sweep.work import Outcome
+
+    return Outcome(task.point, error=f"{os.environ.get('CGDR_DES_TEST_MARK')}@{os.getcwd()}")

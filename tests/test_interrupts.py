@@ -120,7 +120,10 @@ def session_processes(sid: int) -> list[tuple[int, int, str]]:
 
 
 def workers_of(cmd: Command) -> list[int]:
-    return [pid for pid, ppid, line in session_processes(cmd.sid) if ppid == cmd.proc.pid and "spawn_main" in line]
+    """The pool workers of ``cmd``: the children of the forkserver it started (cgdr_des/pool.py)."""
+    procs = session_processes(cmd.sid)
+    servers = {pid for pid, ppid, line in procs if ppid == cmd.proc.pid and "forkserver" in line}
+    return [pid for pid, ppid, _ in procs if ppid in servers]
 
 
 def assert_session_ends(sid: int, within: float = 10.0) -> None:

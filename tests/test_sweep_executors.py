@@ -8,7 +8,7 @@ import sys
 
 import pytest
 from click.testing import CliRunner
-from sweep_cases import GRID, report_blas_env, write_sweep
+from sweep_cases import GRID, report_blas_env, report_blas_threads, report_caller, write_sweep
 
 from cgdr_des.cli import main
 from cgdr_des.pool import BLAS_ENV
@@ -45,6 +45,24 @@ def test_pool_workers_use_one_blas_thread(tmp_path):
     outcomes = list(LocalPool(2).run(tasks, report_blas_env))
     want = ",".join(f"{k}={v}" for k, v in BLAS_ENV.items())
     assert [o.error for o in outcomes] == [want, want]
+    # the libraries themselves, whatever environment the pool's forkserver started with
+    assert [o.error for o in LocalPool(2).run(tasks, report_blas_threads)] == ["1", "1"]
+
+
+@pytest.mark.slow
+def test_workers_take_the_environment_and_directory_of_each_pool_s_start(tmp_path, monkeypatch):
+    """The workers are forked from one server per process, started with the first pool: each later pool's
+    workers still see the caller's environment and working directory as they are when it starts."""
+    spec = load_sweep(write_sweep(tmp_path, SWEEP))
+    tasks = tasks_for(spec, expand(spec)[:2])
+    seen = []
+    for mark in ("first", "second"):
+        folder = tmp_path / mark
+        folder.mkdir()
+        monkeypatch.chdir(folder)
+        monkeypatch.setenv("CGDR_DES_TEST_MARK", mark)
+        seen.append({o.error for o in LocalPool(2).run(tasks, report_caller)})
+    assert seen == [{f"first@{tmp_path / 'first'}"}, {f"second@{tmp_path / 'second'}"}]
 
 
 @pytest.mark.slow

@@ -1,7 +1,7 @@
 """Where the points run, behind one interface: ``executor.run(tasks)`` yields outcomes as they finish.
 
 - ``InProcess``: a plain loop in the calling process (``--workers 0``; the benchmarks' bare loop).
-- ``LocalPool`` (default): ``--workers`` fresh processes on this machine, the shared
+- ``LocalPool`` (default): ``--workers`` processes on this machine, the shared
   :class:`cgdr_des.pool.WorkerPool` (single-threaded BLAS; workers that ignore Ctrl-C, are ended by
   the parent when it stops, and end themselves when it is gone: no orphan, see ``cgdr_des/pool.py``).
 - ``DaskExecutor``: ``--scheduler tcp://HOST:PORT`` submits to a Dask distributed cluster the user
@@ -48,7 +48,7 @@ class InProcess:
 
 
 class LocalPool(InProcess):
-    """A pool of ``workers`` fresh processes (:class:`cgdr_des.pool.WorkerPool`, see the module docstring)."""
+    """A pool of ``workers`` processes (:class:`cgdr_des.pool.WorkerPool`, see the module docstring)."""
 
     def __init__(self, workers: int):
         self.workers = workers
