@@ -3,7 +3,8 @@
 
 Two studies: ``tail_lognormal_12h`` as shipped (2 000 batches of 16 lognormal sequences, 12 heads; each
 check a whole phase-fidelity launch of seconds) and a tiny one (batches of 3 short sequences, checks of
-a fraction of a second), where the pool's start-up (fresh interpreters importing the simulator) is what
+a fraction of a second), where the pool's start-up (the forkserver importing the simulator once per
+process, then forking each pool's workers) is what
 is left to see. Wall seconds of ``check_rows`` alone (the item costs come from the calibration
 cache, warmed first), its CPU seconds (this process's and its ended workers'), the rows compared, and
 the largest resident set of a pool worker against the estimate's bound per check
@@ -13,10 +14,13 @@ Usage: python analysis/benchmarks/bench_tail_checks.py [ROUNDS [tiny|12h|all]]  
 
 from __future__ import annotations
 
+import os
 import resource
 import subprocess
 import sys
+import threading
 import time
+from pathlib import Path
 
 import pandas as pd
 from common import scenario, shipped
@@ -51,6 +55,7 @@ def compare(label: str, sc, rounds: int) -> None:
     cpus: dict[int, list[float]] = {1: [], 2: []}
     frames = {}
     each: list[float] = []  # CPU seconds of each check in this process (the serial run's on_done marks)
+    peak = WorkerPeak()
     for _ in range(rounds):
         for workers in (1, 2):
             t0, c0, w0 = time.perf_counter(), time.process_time(), _children_cpu()
@@ -63,7 +68,7 @@ def compare(label: str, sc, rounds: int) -> None:
             cpus[workers].append(time.process_time() - c0 + _children_cpu() - w0)
     same = frames[1].equals(frames[2])
     serial, pool = min(walls[1]), min(walls[2])
-    worker_peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+    worker_peak = peak.stop()
     bound = check_memory_bytes(sc, validate_tiling(sc), sc.study.batches)
     phase_s = ", ".join(f"{r.kind} {r.policy} {r.makespan_phase_cycles:,}" for r in frames[1].itertuples())
     print(f"{label}: {k} checks ({phase_s} cycles)")
@@ -91,9 +96,53 @@ def cores_free(seconds: float = 2.0) -> float:
 
 
 def _children_cpu() -> float:
-    """CPU seconds of this process's ended children (the pool's workers, once it has shut down)."""
+    """CPU seconds of this process's ended children and of the pool's forkserver with its ended children
+    (the workers, once the pool has shut down: they are the server's children, not this process's)."""
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return ru.ru_utime + ru.ru_stime
+    server = _server_stat()
+    return ru.ru_utime + ru.ru_stime + (sum(int(f) for f in server[11:15]) / os.sysconf("SC_CLK_TCK") if server else 0)
+
+
+def _server_pid() -> int | None:
+    from multiprocessing import forkserver
+
+    return getattr(forkserver._forkserver, "_forkserver_pid", None)
+
+
+def _server_stat() -> list[str] | None:
+    """The fields of /proc/<forkserver>/stat after ``pid (comm)`` (utime, stime, cutime, cstime at 11-14)."""
+    pid = _server_pid()
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text() if pid else None
+    except OSError:
+        return None
+    return stat[stat.rindex(")") + 2:].split() if stat else None
+
+
+class WorkerPeak:
+    """The largest resident set (VmHWM) of the forkserver's children, read from /proc while they run."""
+
+    def __init__(self) -> None:
+        self.peak, self._stop = 0, threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        while not self._stop.wait(0.05):
+            server = _server_pid()
+            for entry in Path("/proc").iterdir() if server else ():
+                try:
+                    status = (entry / "status").read_text() if entry.name.isdigit() else ""
+                except OSError:
+                    continue
+                if f"\nPPid:\t{server}\n" in status:
+                    kib = int(status.split("VmHWM:")[1].split()[0]) if "VmHWM:" in status else 0
+                    self.peak = max(self.peak, kib * 1024)
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        return self.peak
 
 
 def main(rounds: int, which: str) -> None:
