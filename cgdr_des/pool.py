@@ -128,8 +128,11 @@ class WorkerPool:
         blocked, which its workers inherit from it), never ran BLAS work of this process; Ctrl-C stays
         blocked from the workers' first instruction on (:func:`starting_workers`)."""
         warnings = ",".join(filter(None, [os.environ.get("PYTHONWARNINGS"), _QUIET_TRACKER]))
-        ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(PRELOAD)  # read when the server starts; a running one keeps its own
+        if "forkserver" in multiprocessing.get_all_start_methods():
+            ctx = multiprocessing.get_context("forkserver")
+            ctx.set_forkserver_preload(PRELOAD)  # read when the server starts; a running one keeps its own
+        else:  # Windows: fresh interpreters, each importing what it runs (the worker's parent is this one)
+            ctx = multiprocessing.get_context("spawn")
         with scoped_environ({**BLAS_ENV, "PYTHONWARNINGS": warnings}), starting_workers():
             caller = (os.getpid(), dict(os.environ), os.getcwd())
             self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_worker_init,

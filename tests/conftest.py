@@ -175,13 +175,13 @@ def _no_progress(monkeypatch):
 #: the stop that wrote them): only the order in which ``.ci/run`` hands files to its workers, never a result.
 #: A file missing here, or a figure gone stale, costs wall time, not correctness.
 LONG_FILES = {
-    "tests/test_phase_vs_instr_variants.py": 56, "tests/test_tail.py": 50, "tests/test_report.py": 42,
-    "tests/test_code_variants.py": 41, "tests/test_simulate.py": 37, "tests/test_kill_race.py": 32,
-    "tests/test_command_outputs.py": 30, "tests/test_hw_repeat.py": 28, "tests/test_interrupts.py": 25,
-    "tests/test_golden.py": 24, "tests/test_doc_blocks.py": 24, "tests/test_phase_core_cache.py": 24,
-    "tests/test_hw_compute_run.py": 18, "tests/test_advise.py": 16, "tests/test_faults.py": 14,
-    "tests/test_progress.py": 13, "tests/test_sweep_executors.py": 13, "tests/test_variants.py": 12,
-    "tests/test_calibration_cache.py": 10, "tests/test_attribution.py": 9, "tests/test_sweep_resume.py": 8,
+    "tests/test_tail.py": 59, "tests/test_phase_vs_instr_variants.py": 53, "tests/test_report.py": 41,
+    "tests/test_command_outputs.py": 33, "tests/test_interrupts.py": 33, "tests/test_simulate.py": 33,
+    "tests/test_hw_repeat.py": 30, "tests/test_kill_race.py": 29, "tests/test_code_variants.py": 27,
+    "tests/test_phase_core_cache.py": 26, "tests/test_hw_compute_run.py": 25, "tests/test_doc_blocks.py": 21,
+    "tests/test_advise.py": 17, "tests/test_attribution.py": 17, "tests/test_faults.py": 16, "tests/test_golden.py": 16,
+    "tests/test_variants.py": 15, "tests/test_progress.py": 12, "tests/test_repeat_memo.py": 11,
+    "tests/test_pages.py": 10, "tests/test_cli.py": 10, "tests/test_sweep_executors.py": 9,
 }
 
 
