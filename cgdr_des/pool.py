@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from multiprocessing import resource_tracker
+from pathlib import Path
 from typing import Any
 
 from cgdr_des.interrupts import deferred
@@ -177,7 +178,10 @@ def _worker_init(parent: int, env: dict, cwd: str) -> None:
 
 
 def _alive(pid: int) -> bool:
-    """``pid`` runs (a zombie, dead but not yet reaped by its own parent, does not)."""
+    """``pid`` runs (a zombie, dead but not yet reaped by its own parent, does not). Not POSIX (Windows,
+    where signal 0 is CTRL_C_EVENT and the workers are the parent's own children): True, getppid decides."""
+    if os.name != "posix":
+        return True
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -185,7 +189,7 @@ def _alive(pid: int) -> bool:
     except PermissionError:  # someone else's process: the pid was reused, ours is gone
         return False
     try:
-        stat = open(f"/proc/{pid}/stat", encoding="ascii", errors="replace").read()  # noqa: SIM115
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
     except OSError:  # no /proc here: kill(0) is all there is
         return True
     return stat[stat.rindex(")") + 2:][:1] != "Z"

@@ -109,3 +109,26 @@ def test_an_existing_cluster_by_address(tmp_path):
     loop = CliRunner().invoke(main, ["sweep", str(path), "--out", str(tmp_path / "loop"), "--workers", "0"])
     assert result.exit_code == loop.exit_code == 1
     assert (tmp_path / "tcp" / "summary.parquet").read_bytes() == (tmp_path / "loop" / "summary.parquet").read_bytes()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="zombies read from /proc")
+def test_a_worker_s_watchdog_sees_a_dead_parent_even_unreaped():
+    """The watchdog's test of the parent (cgdr_des/pool.py): a running process is alive; one that has
+    exited is not, whether its own parent has reaped it yet (a zombie) or not."""
+    import os
+    import time
+
+    from cgdr_des.pool import _alive
+
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    try:
+        assert _alive(os.getpid())
+        deadline = time.monotonic() + 5
+        while _alive(pid) and time.monotonic() < deadline:  # exits at once; a zombie until reaped below
+            time.sleep(0.01)
+        assert not _alive(pid)
+    finally:
+        os.waitpid(pid, 0)
+    assert not _alive(pid)
