@@ -188,11 +188,55 @@ def _alive(pid: int) -> bool:
         return False
     except PermissionError:  # someone else's process: the pid was reused, ours is gone
         return False
+    fields = proc_stat(pid)
+    return fields is None or fields[0] != "Z"  # no /proc here: kill(0) is all there is
+
+
+def proc_stat(pid: int | None) -> list[str] | None:
+    """The fields of ``/proc/<pid>/stat`` after ``pid (comm)``: state at 0, ppid at 1, utime, stime,
+    cutime, cstime (clock ticks) at 11-14; None where there is no such file."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
-    except OSError:  # no /proc here: kill(0) is all there is
-        return True
-    return stat[stat.rindex(")") + 2:][:1] != "Z"
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace") if pid else None
+    except OSError:
+        return None
+    return stat[stat.rindex(")") + 2:].split() if stat else None
+
+
+def forkserver_pid() -> int | None:
+    """The pid of this process's forkserver, the parent of its pool workers (None before the first pool)."""
+    from multiprocessing import forkserver
+
+    return getattr(forkserver._forkserver, "_forkserver_pid", None)
+
+
+class WorkerPeak:
+    """The largest resident set (VmHWM, bytes) of each pool worker, read from ``/proc`` every ``interval``
+    seconds while they run, from construction to :meth:`stop` (Linux; benchmarks and tests: a worker is
+    the forkserver's child, so the caller's ``RUSAGE_CHILDREN`` never sees it)."""
+
+    def __init__(self, interval: float = 0.02) -> None:
+        self.peaks: dict[int, int] = {}
+        self._interval, self._stop = interval, threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="cgdr-des worker peak", daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        while not self._stop.wait(self._interval):
+            server = forkserver_pid()
+            for entry in Path("/proc").iterdir() if server else ():
+                try:
+                    status = (entry / "status").read_text() if entry.name.isdigit() else ""
+                except OSError:
+                    continue
+                if f"\nPPid:\t{server}\n" in status and "VmHWM:" in status:
+                    peak = int(status.split("VmHWM:")[1].split()[0]) * 1024
+                    self.peaks[int(entry.name)] = max(self.peaks.get(int(entry.name), 0), peak)
+
+    def stop(self) -> dict[int, int]:
+        """Stop watching; worker pid -> its largest resident set seen."""
+        self._stop.set()
+        self._thread.join()
+        return self.peaks
 
 
 def _watch_parent(parent: int, server: int) -> None:

@@ -185,30 +185,15 @@ def test_a_worker_s_peak_memory_is_within_the_estimate(tmp_path):
     The workers are the forkserver's children, not the script's (cgdr_des/pool.py), so their peak
     (VmHWM) is read from /proc while they run; the script fails if it saw no worker."""
     code = textwrap.dedent("""
-        import os, sys, threading
-        from multiprocessing import forkserver
+        import sys
         sys.path.insert(0, "tests")
         from test_tail import scenario
+        from cgdr_des.pool import WorkerPeak
         from cgdr_des.tail import run_study
-        peaks, stop = {}, threading.Event()
-
-        def watch():
-            while not stop.wait(0.01):
-                server = getattr(forkserver._forkserver, "_forkserver_pid", None)
-                for pid in os.listdir("/proc") if server else ():
-                    try:
-                        status = open(f"/proc/{pid}/status").read()
-                    except OSError:
-                        continue
-                    if f"\\nPPid:\\t{server}\\n" in status and "VmHWM:" in status:
-                        peaks[pid] = max(peaks.get(pid, 0), int(status.split("VmHWM:")[1].split()[0]) * 1024)
-
         if __name__ == "__main__":
-            watcher = threading.Thread(target=watch, daemon=True)
-            watcher.start()
+            watch = WorkerPeak()
             run_study(scenario(study={"batches": 50, "check_batches": 2, "bootstrap": 20}), seed=5, workers=2)
-            stop.set()
-            watcher.join()
+            peaks = watch.stop()
             assert len(peaks) == 2, peaks
             print(max(peaks.values()))
     """)

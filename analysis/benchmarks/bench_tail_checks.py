@@ -18,14 +18,13 @@ import os
 import resource
 import subprocess
 import sys
-import threading
 import time
-from pathlib import Path
 
 import pandas as pd
 from common import scenario, shipped
 
 from cgdr_des.estimate import check_memory_bytes, format_bytes
+from cgdr_des.pool import WorkerPeak, forkserver_pid, proc_stat
 from cgdr_des.scenario import validate_tiling
 from cgdr_des.tail import estimate, run_study, sample_batches
 from cgdr_des.tail.calibration import calibrate
@@ -68,7 +67,7 @@ def compare(label: str, sc, rounds: int) -> None:
             cpus[workers].append(time.process_time() - c0 + _children_cpu() - w0)
     same = frames[1].equals(frames[2])
     serial, pool = min(walls[1]), min(walls[2])
-    worker_peak = peak.stop()
+    worker_peak = max(peak.stop().values(), default=0)
     bound = check_memory_bytes(sc, validate_tiling(sc), sc.study.batches)
     phase_s = ", ".join(f"{r.kind} {r.policy} {r.makespan_phase_cycles:,}" for r in frames[1].itertuples())
     print(f"{label}: {k} checks ({phase_s} cycles)")
@@ -99,50 +98,8 @@ def _children_cpu() -> float:
     """CPU seconds of this process's ended children and of the pool's forkserver with its ended children
     (the workers, once the pool has shut down: they are the server's children, not this process's)."""
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    server = _server_stat()
-    return ru.ru_utime + ru.ru_stime + (sum(int(f) for f in server[11:15]) / os.sysconf("SC_CLK_TCK") if server else 0)
-
-
-def _server_pid() -> int | None:
-    from multiprocessing import forkserver
-
-    return getattr(forkserver._forkserver, "_forkserver_pid", None)
-
-
-def _server_stat() -> list[str] | None:
-    """The fields of /proc/<forkserver>/stat after ``pid (comm)`` (utime, stime, cutime, cstime at 11-14)."""
-    pid = _server_pid()
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text() if pid else None
-    except OSError:
-        return None
-    return stat[stat.rindex(")") + 2:].split() if stat else None
-
-
-class WorkerPeak:
-    """The largest resident set (VmHWM) of the forkserver's children, read from /proc while they run."""
-
-    def __init__(self) -> None:
-        self.peak, self._stop = 0, threading.Event()
-        self._thread = threading.Thread(target=self._watch, daemon=True)
-        self._thread.start()
-
-    def _watch(self) -> None:
-        while not self._stop.wait(0.05):
-            server = _server_pid()
-            for entry in Path("/proc").iterdir() if server else ():
-                try:
-                    status = (entry / "status").read_text() if entry.name.isdigit() else ""
-                except OSError:
-                    continue
-                if f"\nPPid:\t{server}\n" in status:
-                    kib = int(status.split("VmHWM:")[1].split()[0]) if "VmHWM:" in status else 0
-                    self.peak = max(self.peak, kib * 1024)
-
-    def stop(self) -> int:
-        self._stop.set()
-        self._thread.join()
-        return self.peak
+    server = proc_stat(forkserver_pid())
+    return ru.ru_utime + ru.ru_stime + (sum(map(int, server[11:15])) / os.sysconf("SC_CLK_TCK") if server else 0)
 
 
 def main(rounds: int, which: str) -> None:
