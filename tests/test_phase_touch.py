@@ -232,3 +232,59 @@ def test_pattern_row_is_pattern_of_the_row_s_accesses(warm, start, step, n, nbyt
         dc.pattern(warm)
     assert mine.pattern_row(row, nbytes) == ref.pattern([(a, nbytes) for a in row])
     assert _state(mine) == _state(ref)
+
+
+@pytest.mark.slow
+@settings(max_examples=300, deadline=None)
+@given(access_lists, st.integers(0, 1500), st.integers(-70, 140), st.integers(0, 90),
+       st.sampled_from([0, 1, 2, 3, 4, 8, 64, 70, 200]), st.sampled_from([64, 128, 256, 1024]), st.booleans(),
+       st.integers(0, 10 ** 6))
+def test_row_goes_as_is_hit_all_or_pattern_if_of_the_row_s_accesses(warm, start, step, n, nbytes, capacity, l2,
+                                                                     where):
+    """DataCache.row_goes_as (a GmRows row read as a range, the phase compiler's test of each iteration
+    it adds to a Repeat) against hit_all / pattern_if on the row's accesses as tuples, as the compiler
+    asked before: the same answer and the same cache after (lines in LRU order, counters, in_l2), on
+    the outcomes pattern gives and on outcomes differing in one access."""
+    row = range(start, start + n * step, step) if step else range(start, start + n)
+    accesses = [(a, nbytes) for a in row]
+    probe = _cache(capacity, l2)
+    if probe.l2 is not None:
+        probe.l2.moved([(a, k) for a, k, _ in warm[::2]])
+    probe.pattern(warm)
+    right = probe.copy_of(probe.state()).pattern(accesses)
+    wants = [right]
+    if accesses:
+        k = where % len(accesses)
+        wants.append(right[:k] + bytes([(right[k] + 1) % 3]) + right[k + 1:])
+    for want in wants:
+        ref, mine = probe.copy_of(probe.state()), probe.copy_of(probe.state())
+        asked = ref.hit_all(accesses) if want.count(1) == len(want) else ref.pattern_if(accesses, want)
+        assert mine.row_goes_as(row, nbytes, want) == asked
+        assert _state(mine) == _state(ref)
+
+
+@settings(max_examples=60, deadline=None)
+@given(access_lists, access_lists, st.booleans(), st.booleans())
+def test_a_copy_or_scratch_of_a_saved_state_is_the_restored_cache_and_leaves_the_original(warm, more, l2, snap):
+    """copy_of (a snapshot or a state, L2 lines its own) and scratch (a state, taken over): the lines,
+    counters and L2 lines restore() would give, in a new object; the original cache stays as it is,
+    whatever is then done to the copies (the phase compiler's scans from an earlier state)."""
+    dc = _cache(256, l2)
+    if dc.l2 is not None:
+        dc.l2.moved([(a, k) for a, k, _ in warm[::2]])
+    dc.pattern(warm)
+    saved = dc.snapshot() if snap else dc.state()
+    dc.pattern(more)
+    now = _state(dc)
+    ref = _cache(256, l2)
+    ref.restore(saved)
+    copies = [dc.copy_of(saved)] + ([] if snap else [dc.scratch(saved)])
+    for other in copies:
+        assert other is not dc and other.lines is not dc.lines
+        assert _state(other)[:4] == _state(ref)[:4]
+    assert _state(copies[0])[5] == _state(ref)[5]
+    for other in copies:
+        other.pattern(more[::-1] + warm)
+    if copies[0].l2 is not None:
+        copies[0].l2.moved([(0, 4096)])
+    assert _state(dc) == now

@@ -409,10 +409,7 @@ class ComputeRunTimer:
             delay = sum(exp) - sum(like[0])
         if rep.gm is None:
             return delay
-        accesses = rep.gm(i)
-        if like[1].count(1) == len(like[1]):      # all hits: checked without touching, then touched
-            return delay if dcache.hit_all(accesses) else None
-        return delay if dcache.pattern_if(accesses, like[1]) else None
+        return delay if self.declared.goes_as(rep.gm, i, dcache, like[1]) else None
 
 
 def _vec_params(vp: dict, rec: VecOp) -> tuple:

@@ -325,6 +325,33 @@ class DataCache:
         l2_lines = None if self.l2 is None else tuple(self.l2.lines)
         return tuple(self.lines), self.hits, self.misses, self.l2_hits, l2_lines
 
+    def scratch(self, saved: tuple, *, copy: bool = False) -> DataCache:
+        """A cache in the :meth:`state` ``saved``, for a scan from that earlier state that must leave this
+        cache as it is: cheaper than restoring this one and then putting it back (two copies of the lines
+        for every late scan). It takes ``saved``'s lines over (``copy`` False: ``saved`` is not to be
+        restored from afterwards) and shares this cache's L2 lines, which only a Dma moves: the caller
+        vouches that none was handed over since ``saved`` (a compute run's scan reads L2, never moves it)."""
+        lines, hits, misses, l2_hits, _ = saved
+        other = DataCache.__new__(DataCache)
+        other.line_bytes, other.n_lines, other.l2, other.in_l2 = self.line_bytes, self.n_lines, self.l2, self.in_l2
+        if type(lines) is tuple:        # a snapshot's
+            other.lines = OrderedDict.fromkeys(lines)
+        else:
+            other.lines = lines.copy() if copy else lines
+        other.hits, other.misses, other.l2_hits = hits, misses, l2_hits
+        return other
+
+    def copy_of(self, saved: tuple) -> DataCache:
+        """A cache of this one's geometry in the :meth:`state` or :meth:`snapshot` ``saved``, L2 lines
+        included (its own: a Dma moves them), ``saved`` left as it was."""
+        other = self.scratch(saved, copy=True)
+        l2_lines = saved[4]
+        if l2_lines is not None:
+            other.l2 = L2Lines.__new__(L2Lines)
+            other.l2.line_bytes, other.l2.n_lines = self.l2.line_bytes, self.l2.n_lines
+            other.l2.lines = OrderedDict.fromkeys(l2_lines) if type(l2_lines) is tuple else l2_lines.copy()
+        return other
+
     def restore(self, saved: tuple) -> None:
         """Back to a :meth:`state` or :meth:`snapshot`, in place (a scan holding ``lines`` keeps seeing
         the cache)."""
@@ -334,6 +361,28 @@ class DataCache:
         if l2_lines is not None:
             self.l2.lines.clear()
             self.l2.lines.update(dict.fromkeys(l2_lines) if type(l2_lines) is tuple else l2_lines)
+
+    def row_goes_as(self, row: range, nbytes: int, want: bytes) -> bool:
+        """:meth:`hit_all` (``want`` all hits) or :meth:`pattern_if` of one access of ``nbytes`` at each
+        address of ``row`` (a :class:`~cgdr_des.isa.GmRows` row): the same answer, counters and cache. Only
+        the accesses that leave the line the previous one ended in are looked up (both methods skip the
+        others, which hit); each skipped one must be wanted a hit."""
+        n = len(row)
+        if len(want) != n:
+            return False
+        if row.step <= 0:
+            accesses = [(a, nbytes) for a in row]
+            return self.hit_all(accesses) if want.count(1) == n else self.pattern_if(accesses, want)
+        looked = _row_lookups(row, nbytes, self.line_bytes)
+        accesses = [(row[k], nbytes) for k in looked]
+        if want.count(1) == n:
+            ok = self.hit_all(accesses)
+        else:
+            sub = bytes(want[k] for k in looked)
+            ok = want.count(1) - sub.count(1) == n - len(looked) and self.pattern_if(accesses, sub)
+        if ok:
+            self.hits += n - len(looked)
+        return ok
 
     def hit_all(self, accesses) -> bool:
         """If every line of every ``(addr, nbytes, ...)`` access is resident: touch them in order and count
@@ -357,6 +406,22 @@ class DataCache:
             to_end(line)
         self.hits += len(accesses)
         return True
+
+
+def _row_lookups(row: range, nbytes: int, line_bytes: int) -> list[int]:
+    """The indices into ``row`` (step > 0) of the accesses of ``nbytes`` that leave the line the previous
+    one ended in, in order (:meth:`DataCache.pattern`'s test; :meth:`DataCache.pattern_row` skips alike)."""
+    n, step, start, w = len(row), row.step, row.start, max(nbytes, 1)
+    out, k = [], 0
+    while k < n:
+        out.append(k)
+        lo = (start + k * step + w - 1) // line_bytes * line_bytes
+        last = lo + line_bytes - w          # the last address whose access stays within that line
+        k += 1
+        nxt = start + k * step
+        if k < n and lo <= nxt <= last:
+            k += min((last - nxt) // step + 1, n - k)
+    return out
 
 
 def _evict(oldest, touched: dict) -> int:

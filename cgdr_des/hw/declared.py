@@ -39,13 +39,28 @@ class DeclaredCosts:
         accesses = gm(k)
         return self.gm_cycles(accesses, dcache.pattern(accesses))
 
+    @staticmethod
+    def goes_as(gm, k: int, dcache, want: bytes) -> bool:
+        """Whether iteration k's declared ScalarGm accesses would go as ``want`` says (outcome bytes, as
+        :meth:`~cgdr_des.hw.dcache.DataCache.pattern` gives them): if so the cache is touched for them
+        (True), else left as it was. A :class:`~cgdr_des.isa.GmRows` row is read as a range, its
+        accesses within the line the previous one ended in skipped at once."""
+        if type(gm) is GmRows:
+            return dcache.row_goes_as(gm.row(k), gm.nbytes, want)
+        accesses = gm(k)
+        if want.count(1) == len(want):      # all hits: checked without touching, then touched
+            return dcache.hit_all(accesses)
+        return dcache.pattern_if(accesses, want)
+
     def walked(self, rep: Repeat, i: int, seen: list | None) -> tuple | None:
         """The declared costs the walked iteration i met: (ScalarExp cycles, which accesses hit); None
         if its ScalarGm records were not the ones it declares one for one."""
         exp = self.exp_costs(rep, i)
         if rep.gm is None:
             return exp, ()
-        return (exp, bytes(seen)) if len(seen) == len(rep.gm(i)) else None
+        gm = rep.gm
+        n = len(gm.row(i)) if type(gm) is GmRows else len(gm(i))
+        return (exp, bytes(seen)) if len(seen) == n else None
 
     def scalar_lead(self, rep: Repeat, body: list) -> int | None:
         """The cycles of ``body``'s leading Scalar records other than ScalarExp calls, if those records

@@ -213,7 +213,11 @@ class PhaseCompiler:
     def compile(self, records: list, core: int | None = None) -> list:
         """``records`` with their compute runs replaced by Macros, timed against the compiler's shared
         data cache, or against core ``core``'s own when given."""
-        self.dcache = self.shared_dcache if core is None else self.core_dcache(core)
+        return self._compile_on(records, self.shared_dcache if core is None else self.core_dcache(core))
+
+    def _compile_on(self, records: list, cache: DataCache) -> list:
+        """:meth:`compile` against ``cache``."""
+        self.dcache = cache
         records = records if type(records) is list else list(records)
         out = self._compile_machine(expand(records)) if self.timer is None else self._compile_fast(records)
         return merge_dma_runs(out, self.profile.queue_depth + 1 if self.late_v else 0)
@@ -239,11 +243,9 @@ class PhaseCompiler:
         pattern = self._touch(cache, records)
 
         def compile_here() -> list:
-            after = cache.state()
-            cache.restore(saved)
-            out = self.compile(records, core)
-            cache.restore(after)    # explicit ScalarGm records, which no run times, are in it too
-            return out
+            """Compiled against a copy of the cache before: the core's own stays as the touch left it
+            (explicit ScalarGm records, which no run times, are in it too)."""
+            return self._compile_on(records, cache.copy_of(saved))
 
         return pattern, compile_here
 
@@ -295,8 +297,10 @@ class PhaseCompiler:
     def _late_scans(self, records: list, i: int, timing: RunTiming, saved, timer=None,
                     end: int | None = None, marks: IdleMarks | None = None) -> tuple | None:
         """The ``late`` numbers of the run ``records[i:end]`` (:func:`late_numbers`): scanned again
-        with V busy until after the idle run's span, from the data cache ``saved`` before the run
-        (left as it was found); None if V does nothing in the run or the scan is diagnosed.
+        with V busy until after the idle run's span, from the data cache ``saved`` before the run (a
+        :meth:`~cgdr_des.hw.dcache.DataCache.state` the scans take over: not to be restored from
+        afterwards; the compiler's cache is left as it was found); None if V does nothing in the run or
+        the scan is diagnosed.
 
         A run that ends in a loop of scalar work (:func:`scalar_tail`) behind a short head: only the
         head is scanned, idle and busy. The tail hands V nothing and waits for nothing, and meets the
@@ -313,39 +317,28 @@ class PhaseCompiler:
         x = late_start(timing)
         if tail == end:
             return self._late_whole(records, i, timing, saved, timer, x, marks)
-        after = self.dcache.state()
         try:
-            self.dcache.restore(saved)
             head, marks = records[i:tail], IdleMarks()
-            idle_head, _ = timer.scan(head, 0, self.dcache, marks=marks)
-            self.dcache.restore(saved)
-            busy, _ = timer.scan(head, 0, self.dcache, x, x, BusyMatch(marks))
+            idle_head, _ = timer.scan(head, 0, self.dcache.scratch(saved, copy=True), marks=marks)
+            busy, _ = timer.scan(head, 0, self.dcache.scratch(saved), x, x, BusyMatch(marks))
             busy = busy._replace(s_cycles=busy.s_cycles + timing.s_cycles - idle_head.s_cycles)
         except KernelDiagnostic:
             return None
-        finally:
-            self.dcache.restore(after)
         return late_numbers(timing, x, busy)
 
     def _late_whole(self, records: list, i: int, timing: RunTiming, saved, timer, x: int,
                     marks: IdleMarks | None) -> tuple | None:
-        """:meth:`_late_scans` of a whole run, scanned again from the cache ``saved`` before it. A busy
-        scan that runs to the end leaves the cache as the idle scan did: it walks the same accesses in
-        the same order (a scan touches the cache for every iteration it adds without walking as its
-        records would, whatever the timing). One that stops where it meets the idle scan's state
-        (``marks``) leaves it partway: the idle scan's end state, kept as a snapshot, is put back.
-        Where the busy scan is diagnosed, the idle scan is run again for that cache."""
-        after = self.dcache.snapshot() if marks is not None else None
-        self.dcache.restore(saved)
+        """:meth:`_late_scans` of a whole run, scanned again from the cache ``saved`` before it, on a
+        scratch cache (:meth:`~cgdr_des.hw.dcache.DataCache.scratch`): the compiler's cache stays as the
+        idle scan left it, which is where the busy scan leaves it too. A busy scan that runs to the end
+        walks the same accesses in the same order (a scan touches the cache for every iteration it adds
+        without walking as its records would, whatever the timing); one that stops where it meets the
+        idle scan's state (``marks``) takes the rest from the idle scan; a diagnosed one times nothing."""
         match = BusyMatch(marks) if marks is not None else None
         try:
-            busy, _ = timer.scan(records, i, self.dcache, x, x, match)
+            busy, _ = timer.scan(records, i, self.dcache.scratch(saved), x, x, match)
         except KernelDiagnostic:
-            self.dcache.restore(saved)
-            timer.scan(records, i, self.dcache)
             return None
-        if match is not None and match.hit is not None:
-            self.dcache.restore(after)
         return late_numbers(timing, x, busy)
 
     def _compile_fast(self, records: list) -> list:
