@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_hw_compute_run import POLICIES, knobs, programs
+from test_hw_repeat import shifted
 from test_phase_late import P, kernel_runs
 
 from cgdr_des.errors import KernelDiagnostic
@@ -19,12 +21,13 @@ from cgdr_des.hw.dcache import data_cache
 from cgdr_des.hw.late_scan import late_start
 from cgdr_des.hw.phase import PhaseCompiler
 from cgdr_des.hw.scan_marks import BusyMatch, IdleMarks
+from cgdr_des.isa import Repeat
 
 
 def both_busy_scans(timer: ComputeRunTimer, run: list, warm: tuple | None = None):
     """The busy scan of ``run`` whole and stopped by its idle scan's marks, each from the cache ``warm``
     (None: empty); None where the idle scan is diagnosed; else ((timing, stop) whole, (timing, stop)
-    stopped, whether it stopped early)."""
+    stopped, where it stopped: None for the end of the run)."""
     dc = data_cache(timer.profile)
     start = warm or dc.state()
     marks = IdleMarks()
@@ -40,17 +43,19 @@ def both_busy_scans(timer: ComputeRunTimer, run: list, warm: tuple | None = None
             out.append(timer.scan(run, 0, dc, x, x, match))
         except KernelDiagnostic:
             out.append("raises")
-    return out[0], out[1], match.hit is not None
+    return out[0], out[1], match.where
 
 
 @pytest.mark.parametrize("variant", ["baseline", "all_same"])
 def test_the_kernel_runs_stopped_early_time_as_scanned_whole(variant):
-    timer, early = ComputeRunTimer(P), 0
+    """Stopped at a top-level WaitFlag<V_S> or between the iterations of a top-level Repeat (both kinds
+    met here: the cases under test)."""
+    timer, where = ComputeRunTimer(P), []
     for run in kernel_runs(variant, repeats=True):
-        whole, stopped, hit = both_busy_scans(timer, run)
+        whole, stopped, at = both_busy_scans(timer, run)
         assert stopped == whole, run[:3]
-        early += hit
-    assert early >= 3       # runs whose busy scan met the idle one: the case under test
+        where.append(at)
+    assert sum(type(w) is int for w in where) >= 3 and sum(type(w) is tuple for w in where) >= 2
 
 
 @pytest.mark.parametrize("policy", POLICIES)
@@ -59,6 +64,22 @@ def test_the_kernel_runs_stopped_early_time_as_scanned_whole(variant):
 def test_random_programs_stopped_early_time_as_scanned_whole(policy, program, overrides):
     timer = ComputeRunTimer(load_profile("atlas-300i-duo", {**overrides, "flag_double_set": policy}))
     got = both_busy_scans(timer, program)
+    if got is not None:
+        whole, stopped, _ = got
+        assert stopped == whole
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("policy", POLICIES)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs, programs, programs, st.integers(2, 40), st.integers(2, 4), st.booleans(), knobs)
+def test_random_loops_stopped_early_time_as_scanned_whole(policy, pre, body, post, n, n_outer, nest, overrides):
+    """Random programs around a Repeat (nested in another or not, as tests/test_hw_repeat.py builds
+    them): a busy scan stopped between the iterations of a top-level Repeat times as the whole one."""
+    timer = ComputeRunTimer(load_profile("atlas-300i-duo", {**overrides, "flag_double_set": policy}))
+    inner = Repeat(n, lambda i: shifted(body, i))
+    run = [*pre, Repeat(n_outer, lambda i: [*post, inner, *pre]) if nest else inner, *post]
+    got = both_busy_scans(timer, run)
     if got is not None:
         whole, stopped, _ = got
         assert stopped == whole

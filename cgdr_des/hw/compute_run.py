@@ -140,6 +140,9 @@ class ComputeRunTimer:
                         for store in (False, True)]
         self.memo = memo_for(p)
         self.declared = DeclaredCosts(p, self.gm_cost, self.consts.scalar_kinds)
+        #: (marks, record index) of a top-level Repeat the run's own walk hands to :meth:`_sync`: its
+        #: walk tells ``marks`` of each iteration boundary (:mod:`cgdr_des.hw.scan_marks`)
+        self._loop_marks: tuple | None = None
 
     def time(self, run: list, dcache, marks: IdleMarks | None = None) -> RunTiming:
         """The numbers of ``run`` (all compute records); KernelDiagnostic if it cannot be timed here.
@@ -162,7 +165,11 @@ class ComputeRunTimer:
         st = ScanState(t0, self.profile.queue_depth, self.profile.event_ids_per_hard_event)
         st.free = t0 + v_free
         st.done = st.cov = t0 + max(v_free, v_done)
-        stop = self._walk(records, start, st, dcache, marks=marks)
+        self._loop_marks = None
+        try:
+            stop = self._walk(records, start, st, dcache, marks=marks)
+        except _Matched:        # at an iteration boundary of a top-level Repeat
+            stop = None
         if type(marks) is BusyMatch and marks.hit is not None:
             marks.finish(st)
             stop, counts = marks.idle.stop, marks.idle.counts
@@ -242,6 +249,8 @@ class ComputeRunTimer:
                 done = end if end > done else done
             else:
                 st.put(t, free, done, cov, s_stall, v_busy, v_stall, n_vec, n_bar, n_ld, n_st, first, n_v)
+                if marks is not None and typ is Repeat:
+                    self._loop_marks = (marks, i)
                 if not self._sync(rec, typ, st, dcache):
                     return i
                 if marks is not None and typ is WaitFlag and rec.event == "V_S" and marks.at(i, st):
@@ -309,6 +318,7 @@ class ComputeRunTimer:
             return
         done = self.memo.get(key)
         if done is not None:
+            self._loop_marks = None
             apply(done, st)
             return
         met = st.totals()
@@ -316,9 +326,12 @@ class ComputeRunTimer:
         self.memo.put(key, outcome(met, st, key))
 
     def _iterate(self, rep: Repeat, st: ScanState, dcache, before: tuple) -> None:
-        """:meth:`_repeat`'s walk of ``rep`` from ``st`` (relative state ``before``)."""
+        """:meth:`_repeat`'s walk of ``rep`` from ``st`` (relative state ``before``). A top-level Repeat of
+        a scan with marks tells them of each boundary between walked iterations; a busy scan's match
+        there ends the scan (:class:`_Matched`)."""
         varies = rep.gm is not None or rep.exp is not None
         i, n = 0, rep.n
+        loop_marks, self._loop_marks = self._loop_marks, None     # a nested Repeat's walk tells nothing
         while i < n:
             body = rep.body(i)
             if not body:
@@ -332,6 +345,8 @@ class ComputeRunTimer:
             i += 1
             if i == n:
                 return
+            if loop_marks is not None and loop_marks[0].at((loop_marks[1], i), st):
+                raise _Matched
             if key is None and varies:      # accesses it did not declare (a nested Repeat's): walk on
                 before = st.relative()
                 continue
@@ -410,6 +425,10 @@ class ComputeRunTimer:
         if rep.gm is None:
             return delay
         return delay if self.declared.goes_as(rep.gm, i, dcache, like[1]) else None
+
+
+class _Matched(Exception):
+    """A busy scan met the idle scan's state inside a top-level Repeat: the walk ends there."""
 
 
 def _vec_params(vp: dict, rec: VecOp) -> tuple:

@@ -12,16 +12,21 @@ takes the rest from the idle scan: S's end and every total moved on as in the id
 (any such entry ends at or past S's clock there, so past an earlier done that reads as at or below
 the clock); else they stay where the busy scan left them.
 
-The idle scan notes its state (:class:`IdleMarks`) at its first top-level WaitFlag<V_S> records (a
-Repeat's inner flags are not points the busy scan can leave a walk at); the busy scan compares at the
-same records (:class:`BusyMatch`). Only the first :data:`MARKS` are noted, as each note costs a
-relative state (tens of µs): in the 310P calibration of (8, 8, 64, 64), 518 of the 1 304 busy scans
-have a top-level WaitFlag<V_S> and every one of them met the idle scan at its first; the other 786
-(V waits for S only, or S waits for V inside a loop) are scanned whole, as before. Measured side by
-side with the whole scans (``bench_calibration.py --paired 6``): that calibration 1.03x, a split
-launch 1.10x, long_t2048 at ``phase`` 1.00x. Exact, not an estimate: tests/test_scan_marks.py holds
-every field, the run's end and the data cache left behind to the whole busy scan, on random runs
-and the kernel's.
+The idle scan notes its state (:class:`IdleMarks`) at its first top-level WaitFlag<V_S> records and at
+the boundaries between the iterations it walks of a top-level Repeat (where S waits for V inside a loop:
+the rows of ComputeAttnInter and UpdateAndWriteState); the busy scan compares at the same points
+(:class:`BusyMatch`; a point is a record index, or (index of the Repeat, iterations walked)). A match
+inside a Repeat ends the busy scan's walk there, the rest of the Repeat and of the run taken from the
+idle scan like any other. Not inside a nested Repeat: its walk is one step of its parent's iteration.
+Only the first :data:`MARKS` are noted, as each note costs a relative state (tens of µs): in the 310P
+calibration of (8, 8, 64, 64), 557 busy scans meet the idle one at a top-level WaitFlag<V_S> and 199
+more inside a loop; the rest (V waits for S only) are scanned whole. Measured side by side with the
+whole scans (``bench_calibration.py --paired 6``): that calibration 1.03x, a split launch 1.10x,
+long_t2048 at ``phase`` 1.00x, with the flags alone; see docs/speed.md §4 for the loops. The busy scan
+runs on a scratch copy of the data cache (:meth:`~cgdr_des.hw.dcache.DataCache.scratch`), so where it
+stops leaves the compiler's cache as the idle scan left it. Exact, not an estimate:
+tests/test_scan_marks.py holds every field and the run's end to the whole busy scan, on random runs and
+the kernel's.
 """
 
 from __future__ import annotations
@@ -43,8 +48,9 @@ class IdleMarks:
         self.end: ScanScalars | None = None
         self.stop, self.counts = 0, ()
 
-    def at(self, i: int, st: ScanState) -> bool:
-        """Note the state after record ``i``; never stops the idle scan."""
+    def at(self, i: int | tuple[int, int], st: ScanState) -> bool:
+        """Note the state after record ``i`` (or after iteration ``k`` of the Repeat at ``i``: ``(i, k)``);
+        never stops the idle scan."""
         if len(self.at_index) < MARKS:
             self.at_index[i] = (st.scalars(), st.relative())
         return False
@@ -58,17 +64,18 @@ class BusyMatch:
     """The busy scan's side: stops it at the first noted record where its relative state is the idle
     scan's (``hit``: the idle and busy scalars there)."""
 
-    __slots__ = ("idle", "hit")
+    __slots__ = ("idle", "hit", "where")
 
     def __init__(self, idle: IdleMarks) -> None:
         self.idle = idle
         self.hit: tuple[ScanScalars, ScanScalars] | None = None
+        self.where: int | tuple[int, int] | None = None     # the point it stopped at
 
-    def at(self, i: int, st: ScanState) -> bool:
+    def at(self, i: int | tuple[int, int], st: ScanState) -> bool:
         noted = self.idle.at_index.get(i)
         if noted is None or noted[1] != st.relative():
             return False
-        self.hit = (noted[0], st.scalars())
+        self.hit, self.where = (noted[0], st.scalars()), i
         return True
 
     def finish(self, st: ScanState) -> None:
