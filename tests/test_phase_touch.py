@@ -288,3 +288,26 @@ def test_a_copy_or_scratch_of_a_saved_state_is_the_restored_cache_and_leaves_the
     if copies[0].l2 is not None:
         copies[0].l2.moved([(0, 4096)])
     assert _state(dc) == now
+
+
+@pytest.mark.slow
+@settings(max_examples=300, deadline=None)
+@given(access_lists, st.one_of(rows, ragged, tuples, strided), st.integers(0, 80), st.integers(0, 80),
+       st.sampled_from([64, 256, 1024]), st.booleans())
+def test_a_loop_s_declared_accesses_cost_at_once_what_they_cost_one_by_one(warm, rep, a, b, capacity, l2):
+    """DeclaredCosts.gm_span (the iterations a scalar-only loop adds without walking them, GmRows and
+    GmStrided loops through one DataCache.pattern_of call) against DeclaredCosts.gm iteration by
+    iteration: the same cycles, and the cache after (lines in LRU order, counters, in_l2)."""
+    from cgdr_des.hw import load_profile
+    from cgdr_des.hw.compute_run import ComputeRunTimer
+
+    declared = ComputeRunTimer(load_profile("atlas-300i-duo")).declared
+    first, stop = sorted((a % (rep.n + 1), b % (rep.n + 1)))
+    ref, mine = _cache(capacity, l2), _cache(capacity, l2)
+    for dc in (ref, mine):
+        if dc.l2 is not None:
+            dc.l2.moved([(x, k) for x, k, _ in warm[::2]])
+        dc.pattern(warm)
+    want = sum(declared.gm(rep.gm, k, ref) for k in range(first, stop))
+    assert declared.gm_span(rep.gm, first, stop, mine) == want
+    assert _state(mine) == _state(ref)

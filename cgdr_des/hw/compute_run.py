@@ -372,13 +372,11 @@ class ComputeRunTimer:
         exps, hits = key
         walked = rep.gm(i - 1) if rep.gm is not None else ()
         rest = st.t - snap.t - self.declared.gm_cycles(walked, hits) - sum(exps)
-        t = st.t
-        gm = rep.gm
-        for k in range(i, rep.n):
-            t += sum(self.declared.exp_costs(rep, k))
-            if gm is not None:
-                t += self.declared.gm(gm, k, dcache)
-            t += rest
+        t = st.t + rest * (rep.n - i)
+        if rep.gm is not None:      # no other cache access among them: the GM ones all at once
+            t += self.declared.gm_span(rep.gm, i, rep.n, dcache)
+        if rep.exp is not None:
+            t += sum(sum(self.declared.exp_costs(rep, k)) for k in range(i, rep.n))
         left = rep.n - i                    # the counts grow by the walked iteration's; V, flags stay
         st.t = t
         st.n_ld += (st.n_ld - snap.n_ld) * left

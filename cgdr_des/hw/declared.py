@@ -5,11 +5,13 @@ the iterations it adds without walking them, and of the one it walked to compare
 
 from __future__ import annotations
 
+import numpy as np
+
 from cgdr_des.errors import KernelDiagnostic
 from cgdr_des.hw.dcache import L2_HIT
 from cgdr_des.hw.profile import Profile
 from cgdr_des.hw.rules import scalar_exp
-from cgdr_des.isa import GmRows, Repeat, Scalar
+from cgdr_des.isa import GmRows, GmStrided, Repeat, Scalar
 
 
 class DeclaredCosts:
@@ -38,6 +40,24 @@ class DeclaredCosts:
             return out.count(1) * cost[1] + out.count(0) * cost[0] + out.count(L2_HIT) * cost[L2_HIT]
         accesses = gm(k)
         return self.gm_cycles(accesses, dcache.pattern(accesses))
+
+    def gm_span(self, gm, first: int, stop: int, dcache) -> int:
+        """:meth:`gm` of iterations ``first`` .. ``stop - 1`` added up, the cache touched for them in order.
+        A :class:`~cgdr_des.isa.GmRows` or :class:`~cgdr_des.isa.GmStrided` loop goes through
+        :meth:`~cgdr_des.hw.dcache.DataCache.pattern_of` in one call: the same outcomes as iteration by
+        iteration, since an access that only a call's start looks up lies within the line the previous
+        iteration ended in, the most recent one (a hit that moves nothing)."""
+        if stop - first < 2 or type(gm) not in (GmRows, GmStrided):
+            return sum(self.gm(gm, k, dcache) for k in range(first, stop))
+        if type(gm) is GmStrided:
+            addr = np.arange(first, stop, dtype=np.int64) * gm.step + gm.start
+        else:
+            rows = [gm.row(k) for k in range(first, stop)]
+            if any(r.step <= 0 for r in rows):
+                return sum(self.gm(gm, k, dcache) for k in range(first, stop))
+            addr = np.concatenate([np.arange(r.start, r.stop, r.step, dtype=np.int64) for r in rows])
+        out, cost = dcache.pattern_of(addr, gm.nbytes), self.gm_cost[gm.store]
+        return out.count(1) * cost[1] + out.count(0) * cost[0] + out.count(L2_HIT) * cost[L2_HIT]
 
     @staticmethod
     def goes_as(gm, k: int, dcache, want: bytes) -> bool:
