@@ -140,23 +140,12 @@ class DataCache:
         :class:`~cgdr_des.isa.GmRows` row): the same outcomes, counters and cache. The accesses that
         stay within the line the previous one ended in are counted in one step, not one by one (a
         state row of 128 2-byte reads is 4 or 5 lookups and no loop over the other reads)."""
-        n, step = len(row), row.step
-        if step <= 0:
-            return self.pattern([(a, nbytes) for a in row])
-        lb, w, start = self.line_bytes, max(nbytes, 1), row.start
-        out, k, n_hit = bytearray(b"\x01") * n, 0, 0
-        while k < n:
-            addr = start + k * step
-            out[k] = self.outcome(addr, nbytes)
-            lo = (addr + w - 1) // lb * lb
-            last = lo + lb - w          # the last address whose access stays within that line
-            k += 1
-            nxt = start + k * step
-            if k < n and lo <= nxt <= last:
-                m = min((last - nxt) // step + 1, n - k)
-                n_hit += m
-                k += m
-        self.hits += n_hit
+        n = len(row)
+        looked = _row_lookups(row, nbytes, self.line_bytes)
+        out = bytearray(b"\x01") * n
+        for k in looked:
+            out[k] = self.outcome(row[k], nbytes)
+        self.hits += n - len(looked)
         return bytes(out)
 
     def pattern_if(self, accesses, want: bytes) -> bool:
@@ -342,14 +331,11 @@ class DataCache:
         return other
 
     def copy_of(self, saved: tuple) -> DataCache:
-        """A cache of this one's geometry in the :meth:`state` or :meth:`snapshot` ``saved``, L2 lines
-        included (its own: a Dma moves them), ``saved`` left as it was."""
-        other = self.scratch(saved, copy=True)
-        l2_lines = saved[4]
-        if l2_lines is not None:
-            other.l2 = L2Lines.__new__(L2Lines)
-            other.l2.line_bytes, other.l2.n_lines = self.l2.line_bytes, self.l2.n_lines
-            other.l2.lines = OrderedDict.fromkeys(l2_lines) if type(l2_lines) is tuple else l2_lines.copy()
+        """A new cache of this one's geometry, restored (:meth:`restore`) to the :meth:`state` or :meth:`snapshot`
+        ``saved``, L2 lines included (its own: a Dma moves them); ``saved`` is left as it was."""
+        l2 = None if self.l2 is None else L2Lines(self.l2.line_bytes, self.l2.n_lines * self.l2.line_bytes)
+        other = DataCache(self.line_bytes, self.n_lines * self.line_bytes, l2)
+        other.restore(saved)
         return other
 
     def restore(self, saved: tuple) -> None:
@@ -370,9 +356,6 @@ class DataCache:
         n = len(row)
         if len(want) != n:
             return False
-        if row.step <= 0:
-            accesses = [(a, nbytes) for a in row]
-            return self.hit_all(accesses) if want.count(1) == n else self.pattern_if(accesses, want)
         looked = _row_lookups(row, nbytes, self.line_bytes)
         accesses = [(row[k], nbytes) for k in looked]
         if want.count(1) == n:
@@ -409,9 +392,12 @@ class DataCache:
 
 
 def _row_lookups(row: range, nbytes: int, line_bytes: int) -> list[int]:
-    """The indices into ``row`` (step > 0) of the accesses of ``nbytes`` that leave the line the previous
-    one ended in, in order (:meth:`DataCache.pattern`'s test; :meth:`DataCache.pattern_row` skips alike)."""
+    """The indices into ``row`` of the accesses of ``nbytes`` to look up, in order: those that leave the
+    line the previous one ended in (:meth:`DataCache.pattern`'s test); the others hit that line, the most
+    recent, and move nothing. A descending row looks every access up (the same outcomes and cache)."""
     n, step, start, w = len(row), row.step, row.start, max(nbytes, 1)
+    if step <= 0:
+        return list(range(n))
     out, k = [], 0
     while k < n:
         out.append(k)

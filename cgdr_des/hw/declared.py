@@ -52,10 +52,8 @@ class DeclaredCosts:
         if type(gm) is GmStrided:
             addr = np.arange(first, stop, dtype=np.int64) * gm.step + gm.start
         else:
-            rows = [gm.row(k) for k in range(first, stop)]
-            if any(r.step <= 0 for r in rows):
-                return sum(self.gm(gm, k, dcache) for k in range(first, stop))
-            addr = np.concatenate([np.arange(r.start, r.stop, r.step, dtype=np.int64) for r in rows])
+            addr = np.concatenate([np.arange(r.start, r.stop, r.step, dtype=np.int64)
+                                   for r in map(gm.row, range(first, stop))])
         out, cost = dcache.pattern_of(addr, gm.nbytes), self.gm_cost[gm.store]
         return out.count(1) * cost[1] + out.count(0) * cost[0] + out.count(L2_HIT) * cost[L2_HIT]
 
