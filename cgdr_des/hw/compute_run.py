@@ -140,9 +140,6 @@ class ComputeRunTimer:
                         for store in (False, True)]
         self.memo = memo_for(p)
         self.declared = DeclaredCosts(p, self.gm_cost, self.consts.scalar_kinds)
-        #: (marks, record index) of a top-level Repeat the run's own walk hands to :meth:`_sync`: its
-        #: walk tells ``marks`` of each iteration boundary (:mod:`cgdr_des.hw.scan_marks`)
-        self._loop_marks: tuple | None = None
 
     def time(self, run: list, dcache, marks: IdleMarks | None = None) -> RunTiming:
         """The numbers of ``run`` (all compute records); KernelDiagnostic if it cannot be timed here.
@@ -165,7 +162,6 @@ class ComputeRunTimer:
         st = ScanState(t0, self.profile.queue_depth, self.profile.event_ids_per_hard_event)
         st.free = t0 + v_free
         st.done = st.cov = t0 + max(v_free, v_done)
-        self._loop_marks = None
         try:
             stop = self._walk(records, start, st, dcache, marks=marks)
         except _Matched:        # at an iteration boundary of a top-level Repeat
@@ -249,9 +245,7 @@ class ComputeRunTimer:
                 done = end if end > done else done
             else:
                 st.put(t, free, done, cov, s_stall, v_busy, v_stall, n_vec, n_bar, n_ld, n_st, first, n_v)
-                if marks is not None and typ is Repeat:
-                    self._loop_marks = (marks, i)
-                if not self._sync(rec, typ, st, dcache):
+                if not self._sync(rec, typ, st, dcache, (marks, i) if marks is not None and typ is Repeat else None):
                     return i
                 if marks is not None and typ is WaitFlag and rec.event == "V_S" and marks.at(i, st):
                     return i + 1
@@ -259,12 +253,13 @@ class ComputeRunTimer:
         st.put(t, free, done, cov, s_stall, v_busy, v_stall, n_vec, n_bar, n_ld, n_st, first, n_v)
         return len(records)
 
-    def _sync(self, rec, typ, st: ScanState, dcache) -> bool:
+    def _sync(self, rec, typ, st: ScanState, dcache, at: tuple | None = None) -> bool:
         """A SetFlag / WaitFlag of the run, or a Repeat, applied to ``st``; False (``st`` untouched)
         if ``rec`` ends the run: a record outside the compute subset, or a flag shared with another
-        pipe or on a fetched id."""
+        pipe or on a fetched id. ``at``: (marks, index of ``rec``) for a record of the run's own walk
+        (:meth:`_iterate`)."""
         if typ is Repeat:
-            self._repeat(rec, st, dcache)
+            self._repeat(rec, st, dcache, at)
             return True
         if typ is not SetFlag and typ is not WaitFlag:
             return False
@@ -302,7 +297,7 @@ class ComputeRunTimer:
             st.done = end
         return True
 
-    def _repeat(self, rep: Repeat, st: ScanState, dcache) -> None:
+    def _repeat(self, rep: Repeat, st: ScanState, dcache, at: tuple | None = None) -> None:
         """Run ``rep``'s iterations on ``st``; once one leaves the relative state unchanged, add the
         following iterations' shift and counts at once (exact: module docstring, "Repeat"): all the
         rest when the body declares no ScalarGm or ScalarExp, else as many as meet the same cache
@@ -314,24 +309,23 @@ class ComputeRunTimer:
         before = st.relative()
         key = memo_key(rep, st, before, self.consts.scalar_kinds) if self.memo_repeats else None
         if key is None:
-            self._iterate(rep, st, dcache, before)
+            self._iterate(rep, st, dcache, before, at)
             return
         done = self.memo.get(key)
         if done is not None:
-            self._loop_marks = None
             apply(done, st)
             return
         met = st.totals()
-        self._iterate(rep, st, dcache, before)
+        self._iterate(rep, st, dcache, before, at)
         self.memo.put(key, outcome(met, st, key))
 
-    def _iterate(self, rep: Repeat, st: ScanState, dcache, before: tuple) -> None:
+    def _iterate(self, rep: Repeat, st: ScanState, dcache, before: tuple, at: tuple | None = None) -> None:
         """:meth:`_repeat`'s walk of ``rep`` from ``st`` (relative state ``before``). A top-level Repeat of
-        a scan with marks tells them of each boundary between walked iterations; a busy scan's match
-        there ends the scan (:class:`_Matched`)."""
+        a scan with marks (``at``: the marks and the Repeat's index; a nested Repeat's walk gets none)
+        tells them of each boundary between walked iterations; a busy scan's match there ends the scan
+        (:class:`_Matched`)."""
         varies = rep.gm is not None or rep.exp is not None
         i, n = 0, rep.n
-        loop_marks, self._loop_marks = self._loop_marks, None     # a nested Repeat's walk tells nothing
         while i < n:
             body = rep.body(i)
             if not body:
@@ -345,7 +339,7 @@ class ComputeRunTimer:
             i += 1
             if i == n:
                 return
-            if loop_marks is not None and loop_marks[0].at((loop_marks[1], i), st):
+            if at is not None and at[0].at((at[1], i), st):
                 raise _Matched
             if key is None and varies:      # accesses it did not declare (a nested Repeat's): walk on
                 before = st.relative()
