@@ -174,3 +174,40 @@ def test_assign_lanes_never_overlaps_within_a_lane(pairs):
 def test_assign_lanes_uses_the_fewest_lanes(pairs):
     start, end, lanes = lanes_of(pairs)
     assert lanes.max() + 1 == max_alive(list(zip(start.tolist(), end.tolist(), strict=True)))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, 30), min_size=2, max_size=40), st.data())
+def test_intervals_that_never_overlap_all_take_lane_0(lengths, data):
+    """End to end, touching or apart, zero-length ones included, in any row order: one lane suffices,
+    and lane 0 is the one used first."""
+    gaps = data.draw(st.lists(st.integers(0, 5), min_size=len(lengths), max_size=len(lengths)))
+    ends = np.cumsum(np.array(lengths) + gaps)
+    start, end = ends - np.array(lengths), ends
+    perm = np.array(data.draw(st.permutations(range(len(lengths)))))
+    assert (assign_lanes(start[perm], end[perm]) == 0).all()
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 1), st.sampled_from(["V_S", "MTE2_V", "S_V"]), st.booleans(),
+                          st.integers(0, 50)), min_size=1, max_size=30))
+def test_flows_pair_the_kth_set_with_the_kth_wait_of_each_core_and_event(flags):
+    """Random SetFlag/WaitFlag rows on two cores and three events (ties in start included): every flow
+    joins the k-th set with the k-th wait of one (core, event), each by start, ties in row order."""
+    ops = [op(core, "S", f"{'SetFlag' if is_set else 'WaitFlag'}:{event}", t, t + 1)
+           for core, event, is_set, t in flags]
+    trace = build_trace(result_of(ops).ops, clock_mhz=CLOCK)
+    expected = set()
+    for core in (0, 1):
+        for event in ("V_S", "MTE2_V", "S_V"):
+            rows = [(t, i) for i, (c, e, _, t) in enumerate(flags) if (c, e) == (core, event)]
+            sets = sorted((t, i) for t, i in rows if flags[i][2])
+            waits = sorted((t, i) for t, i in rows if not flags[i][2])
+            expected |= {(core, event, s[0], w[0]) for s, w in zip(sets, waits, strict=False)}
+    starts = {e["id"]: e for e in trace["traceEvents"] if e["ph"] == "s"}
+    ends = {e["id"]: e for e in trace["traceEvents"] if e["ph"] == "f"}
+    got = {(s["pid"], s["name"], round(s["ts"] * CLOCK), round(ends[fid]["ts"] * CLOCK))
+           for fid, s in starts.items()}
+    assert len(starts) == len(ends) == len(expected)
+    # a flow ends inside its wait slice, at the set's time when the wait ended after it
+    assert got == {(c, e, s, min(max(w, s), w + 1)) for c, e, s, w in expected}

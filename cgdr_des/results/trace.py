@@ -42,15 +42,19 @@ def assign_lanes(start: np.ndarray, end: np.ndarray) -> np.ndarray:
 
     Greedy interval partitioning in (start, end) order with the lowest free lane: for intervals of
     positive length it uses as many lanes as the most intervals alive at one instant (the optimum).
-    Touching intervals share a lane; a zero-length event shares one only at a boundary.
+    Touching intervals share a lane; a zero-length event shares one only at a boundary. A track where
+    every interval starts after all earlier ones ended (S and MTE, most of a run) is lane 0 throughout,
+    found without the walk.
     """
     order = np.lexsort((end, start))
+    s_sorted, e_sorted = start[order], end[order]
+    if len(order) < 2 or (s_sorted[1:] >= np.maximum.accumulate(e_sorted)[:-1]).all():
+        return np.zeros(len(start), np.int64)
     lanes = np.empty(len(start), np.int64)
     busy: list[tuple[int, int]] = []  # (end, lane)
     free: list[int] = []
     n_lanes = 0
-    for i in order:
-        s = start[i]
+    for i, s, e in zip(order.tolist(), s_sorted.tolist(), e_sorted.tolist(), strict=True):
         while busy and busy[0][0] <= s:
             heapq.heappush(free, heapq.heappop(busy)[1])
         if free:
@@ -58,7 +62,7 @@ def assign_lanes(start: np.ndarray, end: np.ndarray) -> np.ndarray:
         else:
             lane, n_lanes = n_lanes, n_lanes + 1
         lanes[i] = lane
-        heapq.heappush(busy, (int(end[i]), lane))
+        heapq.heappush(busy, (e, lane))
     return lanes
 
 
@@ -83,43 +87,46 @@ def _flag_rows(df: pd.DataFrame) -> pd.DataFrame:
                          "event": event[codes[mask]], "is_set": k[mask] == 1}, index=df.index[mask])
 
 
-def _flag_pairs(df: pd.DataFrame) -> list[tuple[int, int, str]]:
-    """(set row label, wait row label, event) pairs: k-th set with k-th wait per (core, event)."""
+def _flag_pairs(df: pd.DataFrame) -> pd.DataFrame:
+    """``set`` and ``wait`` (row labels) and ``event`` of each flow: the k-th set with the k-th wait of
+    one (core, event), each ordered by start (ties in row order); in order of core, event name, k."""
     flags = _flag_rows(df)
-    pairs = []
-    for (_, event), grp in flags.groupby(["core", "event"], sort=True):
-        grp = grp.sort_values("start", kind="stable")
-        sets, waits = grp.index[grp["is_set"]], grp.index[~grp["is_set"]]
-        pairs.extend((s, w, event) for s, w in zip(sets, waits, strict=False))
-    return pairs
+    names, event = np.unique(flags["event"].to_numpy(str), return_inverse=True)
+    core, start = flags["core"].to_numpy(np.int64), flags["start"].to_numpy(np.int64)
+    order = np.lexsort((start, event, core))       # stable: equal starts keep their row order
+    side = pd.DataFrame({"core": core[order], "event": event[order], "set": flags["is_set"].to_numpy()[order],
+                         "label": flags.index.to_numpy()[order]})
+    side["k"] = side.groupby(["core", "event", "set"], sort=False).cumcount()
+    sets, waits = side[side["set"]], side[~side["set"]]
+    pairs = sets.merge(waits, on=["core", "event", "k"], suffixes=("", "_w"))    # in the sets' order
+    return pd.DataFrame({"set": pairs["label"].to_numpy(), "wait": pairs["label_w"].to_numpy(),
+                         "event": names[pairs["event"].to_numpy(np.int64)]})
 
 
-def _x_events(df: pd.DataFrame, clock_mhz: float) -> tuple[list[dict], dict, set]:
-    """X events; row label -> (pid, tid, ts, end) for the flows; the set of (pid, tid, pipe, lane)."""
+def _x_events(df: pd.DataFrame, clock_mhz: float) -> tuple[list[dict], dict[str, np.ndarray], set]:
+    """X events; per row pid, tid, ts and end for the flows; the set of (pid, tid, pipe, lane)."""
     lanes = np.zeros(len(df), np.int64)
     start, end = df["start"].to_numpy(np.int64), df["end"].to_numpy(np.int64)
-    pos = np.arange(len(df))
     for _, idx in df.groupby(["core", "pipe"], observed=True, sort=False).indices.items():
         lanes[idx] = assign_lanes(start[idx], end[idx])
     ts_all = np.round(start / clock_mhz, 6)
     end_all = np.round(end / clock_mhz, 6)
-    dur_all = np.round(end_all - ts_all, 6)
-    events, where, threads = [], {}, set()
-    cols = [df[c].tolist() for c in ("core", "pipe", "op", *_ARGS, "n_ops", "aggregated")]
-    labels = df.index.tolist()
-    for i, (core, pipe, op, phase, b, h, vt, ch, el, by, n_ops, agg) in zip(pos, zip(*cols, strict=True),
-                                                                             strict=True):
-        tid = TID_BASE.get(pipe, 20000) + int(lanes[i])
-        threads.add((core, tid, pipe, int(lanes[i])))
-        ts = float(ts_all[i])
-        args = {"phase": phase, "batch": b, "head": h, "vtile": vt, "chunk": ch, "elements": el,
-                "bytes": by, "start_cycle": int(start[i]), "end_cycle": int(end[i])}
-        if agg:
-            args["n_ops"] = n_ops
-        events.append({"ph": "X", "name": op, "cat": pipe, "pid": core, "tid": tid, "ts": ts,
-                       "dur": float(dur_all[i]), "args": args})
-        where[labels[i]] = (core, tid, ts, float(end_all[i]))
-    return events, where, threads
+    pipe = df["pipe"].tolist()
+    tid = np.fromiter((TID_BASE.get(p, 20000) for p in pipe), np.int64, len(pipe)) + lanes
+    core, tids, lane_list = df["core"].tolist(), tid.tolist(), lanes.tolist()
+    threads = set(zip(core, tids, pipe, lane_list, strict=True))
+    args = [{"phase": ph, "batch": b, "head": h, "vtile": vt, "chunk": ch, "elements": el, "bytes": by,
+             "start_cycle": s, "end_cycle": e}
+            for ph, b, h, vt, ch, el, by, s, e in zip(*(df[c].tolist() for c in _ARGS), start.tolist(),
+                                                         end.tolist(), strict=True)]
+    aggregated = np.flatnonzero(df["aggregated"].to_numpy(bool)).tolist()
+    n_ops = df["n_ops"].tolist() if aggregated else []
+    for i in aggregated:
+        args[i]["n_ops"] = n_ops[i]
+    events = [{"ph": "X", "name": op, "cat": p, "pid": c, "tid": t, "ts": ts, "dur": dur, "args": a}
+              for op, p, c, t, ts, dur, a in zip(df["op"].tolist(), pipe, core, tids, ts_all.tolist(),
+                                                 np.round(end_all - ts_all, 6).tolist(), args, strict=True)]
+    return events, {"pid": df["core"].to_numpy(np.int64), "tid": tid, "ts": ts_all, "end": end_all}, threads
 
 
 def _metadata(threads: set) -> list[dict]:
@@ -137,16 +144,22 @@ def _metadata(threads: set) -> list[dict]:
     return meta
 
 
-def _flows(pairs: list[tuple[int, int, str]], where: dict) -> list[dict]:
+def _flows(pairs: pd.DataFrame, kept: pd.Index, where: dict[str, np.ndarray]) -> list[dict]:
+    """Flow events of the ``pairs`` whose set and wait are both among the ``kept`` rows (``where``: their
+    pid, tid, ts and end, row by row), numbered in pair order."""
+    pos_s, pos_w = kept.get_indexer(pairs["set"]), kept.get_indexer(pairs["wait"])
+    both = (pos_s >= 0) & (pos_w >= 0)
+    pos_s, pos_w, events = pos_s[both], pos_w[both], pairs["event"].to_numpy()[both].tolist()
+    s_ts, w_ts = where["ts"][pos_s], where["ts"][pos_w]
+    # The arrow ends inside the wait slice, not before the set: the wait is released by it.
+    w_ts = np.minimum(np.maximum(w_ts, s_ts), where["end"][pos_w])
     flows = []
-    for fid, (s, w, event) in enumerate(p for p in pairs if p[0] in where and p[1] in where):
-        (core, s_tid, s_ts, _), (_, w_tid, w_ts, w_end) = where[s], where[w]
-        # The arrow ends inside the wait slice, not before the set: the wait is released by it.
-        w_ts = min(max(w_ts, s_ts), w_end)
-        flows.append({"ph": "s", "id": fid, "name": event, "cat": "flag", "pid": core, "tid": s_tid,
-                      "ts": s_ts})
-        flows.append({"ph": "f", "bp": "e", "id": fid, "name": event, "cat": "flag", "pid": core,
-                      "tid": w_tid, "ts": w_ts})
+    for fid, (event, core, s_tid, s_t, w_tid, w_t) in enumerate(zip(
+            events, where["pid"][pos_s].tolist(), where["tid"][pos_s].tolist(), s_ts.tolist(),
+            where["tid"][pos_w].tolist(), w_ts.tolist(), strict=True)):
+        flows.append({"ph": "s", "id": fid, "name": event, "cat": "flag", "pid": core, "tid": s_tid, "ts": s_t})
+        flows.append({"ph": "f", "bp": "e", "id": fid, "name": event, "cat": "flag", "pid": core, "tid": w_tid,
+                      "ts": w_t})
     return flows
 
 
@@ -171,7 +184,7 @@ def build_trace(ops: pd.DataFrame, *, clock_mhz: float, window: Sequence[int] | 
              "kept_until_cycle": int(kept["start"].max()) if len(kept) else None,
              "selected_until_cycle": int(selected["end"].max()) if len(selected) else None}
     other["run"] = {k: v for k, v in (meta or {}).items() if isinstance(v, (str, int, float, bool))}
-    return {"traceEvents": _metadata(threads) + events + _flows(pairs, where),
+    return {"traceEvents": _metadata(threads) + events + _flows(pairs, kept.index, where),
             "displayTimeUnit": "ns", "otherData": other}
 
 
