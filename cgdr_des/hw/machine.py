@@ -103,8 +103,7 @@ class MachineRun:
             with no_cyclic_gc():
                 cols = {name: [r[i] for r in rows] for i, name in enumerate(_COMPACT)}
                 del rows
-                spans = cols.pop("span")
-                cols.update({name: [getattr(s, name) for s in spans] for name in _SPAN_LABELS})
+                cols.update(_span_labels(cols.pop("span")))
             self._columns = {name: cols[name] for name in OP_COLUMNS}
         return self._columns
 
@@ -165,6 +164,17 @@ class Machine:
                           counts=[c.counter() for c in cores], makespan=max(s["finish"] for s in stats),
                           gm_bytes_read=sum(c.gm_read for c in cores),
                           gm_bytes_written=sum(c.gm_written for c in cores), profile=self.profile)
+
+
+def _span_labels(spans: list) -> dict[str, list]:
+    """The labels of each row's span, one list per :data:`_SPAN_LABELS` name: read once per span (a run's
+    spans are thousands, its rows up to millions) and spread over the rows by each row's span number."""
+    number = dict.fromkeys(spans)       # identity-hashed, in first-seen order
+    for k, span in enumerate(number):
+        number[span] = k
+    which = np.fromiter(map(number.__getitem__, spans), np.int64, len(spans))
+    return {name: np.array([getattr(s, name) for s in number], dtype=object)[which].tolist()
+            for name in _SPAN_LABELS}
 
 
 #: how each span column is read from a :class:`~cgdr_des.hw.records.Span`
