@@ -211,3 +211,11 @@ def test_flows_pair_the_kth_set_with_the_kth_wait_of_each_core_and_event(flags):
     assert len(starts) == len(ends) == len(expected)
     # a flow ends inside its wait slice, at the set's time when the wait ended after it
     assert got == {(c, e, s, min(max(w, s), w + 1)) for c, e, s, w in expected}
+
+
+def test_a_frame_with_repeated_row_labels_traces_as_its_rows():
+    """A frame put together from others repeats row labels; its flows are those of the same rows
+    labelled 0..n-1."""
+    ops = result_of(overlapping_ops()).ops
+    glued = ops.set_axis([0] * len(ops))
+    assert build_trace(glued, clock_mhz=CLOCK) == build_trace(ops.reset_index(drop=True), clock_mhz=CLOCK)

@@ -171,6 +171,8 @@ def build_trace(ops: pd.DataFrame, *, clock_mhz: float, window: Sequence[int] | 
         ops = ops.assign(n_ops=1, aggregated=False)
     if cores is not None:
         ops = ops[ops["core"].isin(list(cores))]
+    if not ops.index.is_unique:     # rows are told apart by label (a frame put together from others)
+        ops = ops.reset_index(drop=True)
     pairs = _flag_pairs(ops)  # over the whole run of each kept core: a window must not shift the pairing
     selected = _in_window(ops, window)
     kept = selected.sort_values(["start", "core"], kind="stable").head(max_events)
