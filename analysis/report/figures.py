@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 
 from cgdr_des.results import palette
 from cgdr_des.results.palette import NEUTRAL, POLICY_COLOURS, policy_colour, range_end_colour, series_colour
-from cgdr_des.results.plots import plain_numbers, save_figure
+from cgdr_des.results.plots import bars, plain_numbers, save_figure
 
 #: the phase claim (e) is about: the output tile's cast and copy out
 WRITE_OUT = "S6b_WriteOut"
@@ -273,11 +273,10 @@ def claim_e(ops_by_variant: dict, path: Path, half: int = 2500) -> Path:
         for y, pipe in ((1, "V"), (0, "MTE3")):
             seg = o[(o["pipe"] == pipe) & (o["end"] > centre - half) & (o["start"] < centre + half)]
             for write_out, part in seg.groupby(seg["phase"] == WRITE_OUT):
-                ax.broken_barh(list(zip(part["start"] - centre, part["end"] - part["start"], strict=True)),
-                               (y - 0.35, 0.7), color=palette.phase_colour(WRITE_OUT) if write_out else NEUTRAL,
-                               edgecolor="black" if write_out else "none", linewidth=0.6,
-                               label=f"{WRITE_OUT}: WriteAttnTileToGm (Cast, copy out)" if write_out
-                               else "other phases")
+                bars(ax, (part["start"] - centre).to_numpy(), (part["end"] - part["start"]).to_numpy(), y - 0.35, 0.7,
+                     color=palette.phase_colour(WRITE_OUT) if write_out else NEUTRAL,
+                     edgecolor="black" if write_out else "none", linewidth=0.6,
+                     label=f"{WRITE_OUT}: WriteAttnTileToGm (Cast, copy out)" if write_out else "other phases")
         ax.set_yticks([0, 1], ["MTE3", "V"])
         ax.set_xlim(-half, half)
         ax.set_title(label, fontsize="small")

@@ -27,7 +27,7 @@ from matplotlib.patches import Patch
 from cgdr_des.isa import PIPES
 from cgdr_des.results.attribution import PARTS
 from cgdr_des.results.palette import phase_colour, phase_order, pipe_colour
-from cgdr_des.results.plots import run_title, save_figure
+from cgdr_des.results.plots import bars, run_title, save_figure
 
 PIPE_ROWS = PIPES
 #: a part narrower than this share of the bar is drawn this wide (its label keeps the true share)
@@ -118,6 +118,8 @@ def chunk_window(result: Any) -> tuple[int, pd.DataFrame]:
     core = int(cores["core"].to_numpy()[int(np.argmax(cores["finish"].to_numpy()))])
     ops = result.ops
     mine = ops[(ops["core"] == core) & (ops["chunk"] >= 0)]
+    if "aggregated" in mine.columns:    # a run that kept spans only has no pipe rows to draw
+        mine = mine[~mine["aggregated"].astype(bool)]
     if not len(mine):
         return core, mine
     first = mine.iloc[int(np.argmin(mine["start"].to_numpy()))]
@@ -140,12 +142,14 @@ def plot_chunk_gantt(results: Mapping[str, Any], path: str | Path, title: str = 
             clock = float(results[name].meta["clock_mhz"])
             for lane, pipe in enumerate(PIPE_ROWS):
                 sel = rows[rows["pipe"].astype(str) == pipe]
-                spans = list(zip((sel["start"] - t0) / clock, (sel["end"] - sel["start"]) / clock, strict=True))
-                ax.broken_barh(spans, (lane - 0.4, 0.8),
-                               facecolors=[colours[str(p)] for p in sel["phase"]])
+                bars(ax, ((sel["start"] - t0) / clock).to_numpy(), ((sel["end"] - sel["start"]) / clock).to_numpy(),
+                     lane - 0.4, 0.8, facecolors=[colours[str(p)] for p in sel["phase"]])
             label = f"{name}: core {core}, chunk {int(rows['chunk'].iloc[0])}"
         else:
             label = f"{name}: no per-op rows"
+            if not results[name].meta.get("ops_kept", True):
+                label += " (the run kept spans only: [sim] ops = false, or more ops than a run keeps)"
+            ax.set_ylim(-0.6, len(PIPE_ROWS) - 0.4)     # the lanes where a drawn panel has them
         ax.set_yticks(range(len(PIPE_ROWS)), PIPE_ROWS)
         ax.invert_yaxis()
         ax.set_title(label, fontsize="small", loc="left")

@@ -30,6 +30,7 @@ import pandas as pd
 from matplotlib import colormaps
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.cm import ScalarMappable
+from matplotlib.collections import PolyCollection
 from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
@@ -55,6 +56,20 @@ def save_figure(fig: Figure, path: str | Path) -> Path:
     for fmt in extra_formats():
         fig.savefig(path.with_suffix(f".{fmt}"), format=fmt)
     return path
+
+
+def bars(ax, x0, width, y: float, height: float, **style) -> PolyCollection:
+    """Horizontal bars ``[x0, x0 + width)`` by ``[y, y + height)`` as one PolyCollection on ``ax``: the
+    rectangles ``ax.broken_barh`` draws (same vertices, same picture), built by numpy rather than one
+    Python tuple per bar (a run's Gantt of 20 000 bars: ~0.3 s less). ``style``: PolyCollection properties."""
+    x0 = np.asarray(x0, np.float64)
+    x1 = x0 + np.asarray(width, np.float64)
+    verts = np.empty((len(x0), 4, 2))
+    verts[:, :2, 0], verts[:, 2:, 0] = x0[:, None], x1[:, None]
+    verts[:, ::3, 1], verts[:, 1:3, 1] = y, y + height
+    col = PolyCollection(verts, **style)
+    ax.add_collection(col)
+    return col
 
 
 def plain_numbers(axis) -> None:
@@ -328,8 +343,8 @@ def plot_gantt(ops: pd.DataFrame, path: str | Path, *, core: int, window: Sequen
     fig = Figure(figsize=(12, height), layout="constrained")
     ax = fig.add_subplot()
     for (row, phase), grp in df.groupby(["row", df["phase"].astype(str)], sort=False):
-        spans = np.column_stack([grp["start"], np.maximum(grp["end"] - grp["start"], 1)]) / clock_mhz
-        ax.broken_barh(spans, (y[row] - 0.4, 0.8), facecolors=colours[phase], linewidth=0)
+        bars(ax, grp["start"].to_numpy() / clock_mhz, np.maximum(grp["end"] - grp["start"], 1).to_numpy() / clock_mhz,
+             y[row] - 0.4, 0.8, facecolors=colours[phase], linewidth=0)
     ax.set_yticks(range(len(rows)), [name for _, name in rows])
     ax.invert_yaxis()
     if window is not None:
