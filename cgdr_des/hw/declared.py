@@ -31,13 +31,18 @@ class DeclaredCosts:
         cost = self.gm_cost
         return sum([cost[store][o] for (_, _, store), o in zip(accesses, outcomes, strict=True)])
 
+    def row_cycles(self, outcomes: bytes, store: bool) -> int:
+        """What accesses of one kind (all loads or all stores) cost S, given how each went: the
+        outcomes counted, not costed one by one."""
+        cost = self.gm_cost[store]
+        return outcomes.count(1) * cost[1] + outcomes.count(0) * cost[0] + outcomes.count(L2_HIT) * cost[L2_HIT]
+
     def gm(self, gm, k: int, dcache) -> int:
         """The cycles of iteration k's declared ScalarGm accesses, the cache touched for them in order; a
         :class:`~cgdr_des.isa.GmRows` row through :meth:`~cgdr_des.hw.dcache.DataCache.pattern_row` and
         its outcomes counted, rather than a tuple built and costed per access."""
         if type(gm) is GmRows:
-            out, cost = dcache.pattern_row(gm.row(k), gm.nbytes), self.gm_cost[gm.store]
-            return out.count(1) * cost[1] + out.count(0) * cost[0] + out.count(L2_HIT) * cost[L2_HIT]
+            return self.row_cycles(dcache.pattern_row(gm.row(k), gm.nbytes), gm.store)
         accesses = gm(k)
         return self.gm_cycles(accesses, dcache.pattern(accesses))
 
@@ -54,8 +59,7 @@ class DeclaredCosts:
         else:
             addr = np.concatenate([np.arange(r.start, r.stop, r.step, dtype=np.int64)
                                    for r in map(gm.row, range(first, stop))])
-        out, cost = dcache.pattern_of(addr, gm.nbytes), self.gm_cost[gm.store]
-        return out.count(1) * cost[1] + out.count(0) * cost[0] + out.count(L2_HIT) * cost[L2_HIT]
+        return self.row_cycles(dcache.pattern_of(addr, gm.nbytes), gm.store)
 
     @staticmethod
     def goes_as(gm, k: int, dcache, want: bytes) -> bool:
