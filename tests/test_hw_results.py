@@ -1,6 +1,7 @@
 """MachineRun contents: rows, spans, per-core accounting and counts, checked against what they must
 be by definition (recomputed from the rows and the programs), on random multi-core programs."""
 
+import gc
 from collections import Counter
 
 from hypothesis import HealthCheck, given, settings
@@ -141,3 +142,20 @@ def test_op_columns_and_ops_are_the_compact_rows_with_their_span_labels(programs
     cols = r.op_columns()
     assert list(cols) == list(OP_COLUMNS)
     assert list(zip(*cols.values(), strict=True)) == want == r.ops
+
+
+def test_read_rows_are_freed_by_reference_counting_not_left_to_the_cyclic_collector():
+    """Once the ops are read (``op_columns``, as the ops frame is built) and the run dropped, no row is left:
+    the cores' processes form reference cycles only the cyclic collector frees, and a row list they held
+    kept every row and span of a run alive (and walked by each collection) until one ran."""
+    gc.collect()
+    gc.disable()
+    try:
+        r = machine().run([copy_compute_copy(6, 2, 1024, 4096, [VecOp("Mul", "fp32", 512)]) for _ in range(3)])
+        first = r.op_rows[0]
+        assert len(r.op_rows) > 50
+        r.op_columns()
+        del r
+        assert not [o for o in gc.get_referrers(first) if isinstance(o, list)], "a row list outlived the run"
+    finally:
+        gc.enable()

@@ -160,7 +160,11 @@ class Machine:
             for core in cores:
                 core.release()
         stats = _with_all_keys([c.stats() for c in cores])
-        return MachineRun(op_rows=rows, span_columns=_span_columns(cores), cores=stats,
+        # the rows leave the list the cores append to: their pipes' closures hold it in reference cycles
+        # that outlive the run until a cyclic collection, which would walk (and keep) every row and span
+        op_rows = rows.copy()
+        rows.clear()
+        return MachineRun(op_rows=op_rows, span_columns=_span_columns(cores), cores=stats,
                           counts=[c.counter() for c in cores], makespan=max(s["finish"] for s in stats),
                           gm_bytes_read=sum(c.gm_read for c in cores),
                           gm_bytes_written=sum(c.gm_written for c in cores), profile=self.profile)
