@@ -148,6 +148,7 @@ def test_read_rows_are_freed_by_reference_counting_not_left_to_the_cyclic_collec
     """Once the ops are read (``op_columns``, as the ops frame is built) and the run dropped, no row is left:
     the cores' processes form reference cycles only the cyclic collector frees, and a row list they held
     kept every row and span of a run alive (and walked by each collection) until one ran."""
+    was_enabled = gc.isenabled()
     gc.collect()
     gc.disable()
     try:
@@ -158,4 +159,5 @@ def test_read_rows_are_freed_by_reference_counting_not_left_to_the_cyclic_collec
         del r
         assert not [o for o in gc.get_referrers(first) if isinstance(o, list)], "a row list outlived the run"
     finally:
-        gc.enable()
+        if was_enabled:
+            gc.enable()
