@@ -147,8 +147,9 @@ class Core:
         """Close the processes once the run is over. Each generator's frame refers back to this
         core, and each waiting process to its event and back: reference cycles that only the cyclic
         collector frees -- and the machine runs with it disabled (phase fidelity runs many small
-        machines inside a big one), so without this every finished machine's rows would stay in
-        memory until the end."""
+        machines inside a big one), so without this every finished machine would stay in memory
+        until the end. What it leaves is small: each pipe's closures still refer to the core and to
+        each other, which is why :meth:`Machine.run` hands the rows over in a list of their own."""
         for proc in self.processes:
             target = proc.target
             if target is not None and target.callbacks:
