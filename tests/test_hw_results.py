@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from test_hw_support import copy_compute_copy, machine
 
 from cgdr_des.hw import CORE_KEYS, OP_COLUMNS, SPAN_COLUMNS
+from cgdr_des.hw.machine import ROW_WIDTH
 from cgdr_des.isa import PipeBarrier, Scalar, ScalarGm, SetFlag, Tag, VecOp, WaitFlag, record_kind
 
 LAUNCH = machine().profile.kernel_launch_cycles
@@ -136,7 +137,7 @@ def test_op_columns_and_ops_are_the_compact_rows_with_their_span_labels(programs
     frame is built from), as tuples in ``ops``, whichever is read first."""
     r = machine().run(programs)
     want = [(c, p, op, s.phase, s.batch, s.head, s.vtile, s.chunk, a, b, el, nb)
-            for c, p, op, s, a, b, el, nb in r.op_rows]
+            for c, p, op, s, a, b, el, nb in zip(*[iter(r.op_rows)] * ROW_WIDTH, strict=True)]
     if tuples_first:
         assert r.ops == want
     cols = r.op_columns()
@@ -153,11 +154,11 @@ def test_read_rows_are_freed_by_reference_counting_not_left_to_the_cyclic_collec
     gc.disable()
     try:
         r = machine().run([copy_compute_copy(6, 2, 1024, 4096, [VecOp("Mul", "fp32", 512)]) for _ in range(3)])
-        first = r.op_rows[0]
-        assert len(r.op_rows) > 50
+        span = r.op_rows[3]
+        assert len(r.op_rows) > 50 * ROW_WIDTH
         r.op_columns()
         del r
-        assert not [o for o in gc.get_referrers(first) if isinstance(o, list)], "a row list outlived the run"
+        assert not [o for o in gc.get_referrers(span) if isinstance(o, list)], "a row list outlived the run"
     finally:
         if was_enabled:
             gc.enable()

@@ -30,8 +30,9 @@ with V free and done past everything the idle run timed. Every cycle the timer c
 sums of nonnegative costs and of its inputs, so S's end, V's end and V's free after the run are each
 ``max(idle, a + k)`` in the cycle ``a`` V can start the run's V part (k = -inf where no path leads
 from there): the scan gives every k (:func:`late_numbers`), and the replay is exact for every
-backlog. The V pipe tells the scalar unit when it reaches the Macro's V part (one SimPy event per
-Macro whose S waits for V, held by ``TimedMacro.s_waits``). What remains: ``a`` is taken as the
+backlog. The V pipe tells the scalar unit when it reaches the Macro's V part (a
+:class:`~cgdr_des.hw.records.MacroStart` per Macro whose S waits for V, ``TimedMacro.s_waits``; S
+waits on a SimPy event only if V has not got there when S looks). What remains: ``a`` is taken as the
 later of V's free and done cycles, an upper bound by at most the last op's latency where V's
 earlier work ends past its free cycle (not after the kernel's runs, which end on a barrier); and the
 late scan takes V's earlier queue entries as gone, so an entry that leaves V's queue only as it ends

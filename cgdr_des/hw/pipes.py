@@ -140,7 +140,7 @@ def vector_pipe(core, P: PipeState) -> Pump:
     q, ring, put_queue = queue.items, queue.ring, queue.put_queue
     popleft = q.popleft
     P.cov = P.free
-    cid, rows_append = core.cid, core.rows.append
+    cid, rows_extend = core.cid, core.rows.extend
 
     def run_v() -> None:
         free, done, cov, nd, busy, stall = P.free, P.done, P.cov, P.n_deq, P.busy, P.stall
@@ -199,9 +199,9 @@ def vector_pipe(core, P: PipeState) -> Pump:
                 trigger_put(queue, None)
             if keep:
                 if code == VEC:
-                    rows_append((cid, "V", rec.op, e_span, a, end, rec.n, 0))
+                    rows_extend((cid, "V", rec.op, e_span, a, end, rec.n, 0))
                 else:
-                    rows_append(_v_row(cid, e, a, end))
+                    rows_extend(_v_row(cid, e, a, end))
             if end > done:
                 done = end
             if e_span is not span:
@@ -300,7 +300,7 @@ def mte_pipe(core, P: PipeState) -> Pump:
     f, keep, cid, name = prof.flag_cycles, core.keep_ops, core.cid, P.name
     rule = DOUBLE_SET[prof.flag_double_set]
     queue = P.q
-    q, popleft, rows_append = queue.items, queue.items.popleft, core.rows.append
+    q, popleft, rows_extend = queue.items, queue.items.popleft, core.rows.extend
     bar_op = "PipeBarrier:" + name
     submit = core.bus.submit
     depth, ring, put_queue = queue.capacity, queue.ring, queue.put_queue
@@ -350,7 +350,7 @@ def mte_pipe(core, P: PipeState) -> Pump:
                 span.end = end
             span.n += 1
             if keep:
-                rows_append((cid, name, op, span, a, end, elements, nbytes))
+                rows_extend((cid, name, op, span, a, end, elements, nbytes))
         P.free, P.done, P.n_deq, P.busy, P.stall = free, done, nd, busy, stall
         _idle(P, pump)
 
@@ -365,7 +365,7 @@ def mte_pipe(core, P: PipeState) -> Pump:
             P.done = end
         e.span.add(a, end)
         if keep:
-            rows_append((cid, name, DMA_OP[rec.direction], e.span, a, end, 0, rec.nbytes))
+            rows_extend((cid, name, DMA_OP[rec.direction], e.span, a, end, 0, rec.nbytes))
         run_mte()
 
     pump = Pump(run_mte)
@@ -381,7 +381,7 @@ def fixed_pipe(core, P: PipeState):
     f, keep, cid, name = core.profile.flag_cycles, core.keep_ops, core.cid, P.name
     rule = DOUBLE_SET[core.profile.flag_double_set]
     queue = P.q
-    q, popleft, rows_append = queue.items, queue.items.popleft, core.rows.append
+    q, popleft, rows_extend = queue.items, queue.items.popleft, core.rows.extend
     cov = P.free            # busy is the union of [start, end) of pipelined records
     while True:
         while q:
@@ -414,7 +414,7 @@ def fixed_pipe(core, P: PipeState):
                 P.done = end
             span.add(a, end)
             if keep:
-                rows_append((cid, name, op, span, a, end, elements, getattr(rec, "nbytes", 0)))
+                rows_extend((cid, name, op, span, a, end, elements, getattr(rec, "nbytes", 0)))
         yield _wait_for_work(core, P)
 
 

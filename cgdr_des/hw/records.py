@@ -97,12 +97,33 @@ class DmaEntry(Entry):
 
 class MacroEntry(Entry):
     """MAC: a Macro's V part for ``v_length`` cycles (issued ``v_start`` cycles after the Macro's
-    start); ``started`` the event V succeeds with its (free, done) cycles when it reaches the part,
-    for a TimedMacro whose scalar end depends on them (``s_waits``), else None."""
+    start); ``started`` the :class:`MacroStart` V succeeds with its (free, done) cycles when it reaches
+    the part, for a TimedMacro whose scalar end depends on them (``s_waits``), else None."""
 
     __slots__ = ()
     started = Entry.a
     v_length = Entry.b
+
+
+class MacroStart:
+    """When V reached a TimedMacro's V part: ``value`` is V's (free, done) cycles then, None until it
+    has. The scalar unit reads it once V's pump has run; only if V has not got there yet (about one
+    Macro in four on long_t2048) does it wait, on ``event``, which :meth:`succeed` then triggers.
+    A SimPy event for every Macro would cost one more scheduled step each, for a value that is
+    usually there already; the cycles are the same either way (the pipes compute them from their
+    own clocks, never from the order of the steps at one env time)."""
+
+    __slots__ = ("value", "event")
+
+    def __init__(self) -> None:
+        self.value = None
+        self.event = None
+
+    def succeed(self, value: tuple) -> None:
+        """V reached the part with ``value`` = (free, done); wake the scalar unit if it waits."""
+        self.value = value
+        if self.event is not None:
+            self.event.succeed(value)
 
 
 class FixedEntry(Entry):

@@ -30,7 +30,19 @@ from __future__ import annotations
 from cgdr_des.hw.compute_state import late_cycle
 from cgdr_des.hw.diagnostics import HwFault, at
 from cgdr_des.hw.flags import DOUBLE_SET, EVENTS, double_set_at_wait, record_set
-from cgdr_des.hw.records import BAR, ENTRY_TYPES, MAC, SET, VEC, WAIT, MacroEntry, MacroTally, Span, new_entry
+from cgdr_des.hw.records import (
+    BAR,
+    ENTRY_TYPES,
+    MAC,
+    SET,
+    VEC,
+    WAIT,
+    MacroEntry,
+    MacroStart,
+    MacroTally,
+    Span,
+    new_entry,
+)
 from cgdr_des.hw.rules import (
     flag_wait,
     hand_over,
@@ -64,7 +76,7 @@ class ScalarUnit:
     """The scalar unit's clock and totals, and how it executes each kind of record."""
 
     __slots__ = ("core", "prof", "t", "stall", "idx", "span", "cnt", "V", "kinds", "vp", "keep",
-                 "rows_append", "env", "wait_kind", "wait_on", "rule", "checked", "stall_policy", "f", "routes",
+                 "rows_extend", "env", "wait_kind", "wait_on", "rule", "checked", "stall_policy", "f", "routes",
                  "depth", "disp", "api", "dirty")
 
     def __init__(self, core) -> None:
@@ -76,7 +88,7 @@ class ScalarUnit:
         self.kinds = {kind: (c, SCALAR_KEY[kind]) for kind, c in core.scalar_costs.items()}
         #: HardEvent -> (the core's flags of it by id, its EventInfo): one lookup per Set/WaitFlag
         self.routes = {ev: (row, EVENTS[ev]) for ev, row in core.flags.table.items()}
-        self.keep, self.rows_append, self.env = core.keep_ops, core.rows.append, core.env
+        self.keep, self.rows_extend, self.env = core.keep_ops, core.rows.extend, core.env
         self.rule = rule = DOUBLE_SET[self.prof.flag_double_set]
         self.checked, self.stall_policy = rule.check, rule.stall
         self.f = self.prof.flag_cycles
@@ -106,7 +118,7 @@ class ScalarUnit:
         """The scalar unit did ``op`` itself from ``t0`` to ``t1``."""
         span = self.span
         if self.keep:
-            self.rows_append((self.core.cid, "S", op, span, t0, t1, elements, nbytes))
+            self.rows_extend((self.core.cid, "S", op, span, t0, t1, elements, nbytes))
         if t0 < span.start:     # Span.add, inline
             span.start = t0
         if t1 > span.end:
@@ -138,7 +150,7 @@ class ScalarUnit:
                                p.dcache_miss_cycles, p.l2_hit_cycles)
         span = self.span
         if self.keep:
-            self.rows_append((self.core.cid, "S", "gm_store" if store else "gm_load", span, t, end, 1, rec.nbytes))
+            self.rows_extend((self.core.cid, "S", "gm_store" if store else "gm_load", span, t, end, 1, rec.nbytes))
         if t < span.start:      # Span.add, inline
             span.start = t
         if end > span.end:
@@ -184,7 +196,7 @@ class ScalarUnit:
             self.stall += stall
         span = self.span            # did(), inline: the kernel sets S_V before every row it hands V
         if self.keep:
-            self.rows_append((self.core.cid, "S", EVENTS[fl.event].set_op, span, t, fire, fl.id, 0))
+            self.rows_extend((self.core.cid, "S", EVENTS[fl.event].set_op, span, t, fire, fl.id, 0))
         if t < span.start:      # Span.add, inline
             span.start = t
         if fire > span.end:
@@ -235,7 +247,7 @@ class ScalarUnit:
         self.stall += getattr(rec, "s_stall", 0) + late
         span = self.span        # did(), inline: the label only when ops are kept
         if self.keep:
-            self.rows_append((self.core.cid, "S", "Macro:" + rec.name, span, t, end, 0, 0))
+            self.rows_extend((self.core.cid, "S", "Macro:" + rec.name, span, t, end, 0, 0))
         if t < span.start:
             span.start = t
         if end > span.end:
@@ -332,7 +344,7 @@ def scalar_unit(core, program):
             su.idx, v_start = idx, rec.v_start
             v_len = rec.v_end - v_start
             # S's end depends on when V gets to the run (TimedMacro.s_waits): V tells it (free, done)
-            started = su.env.event() if v_len > 0 and getattr(rec, "s_waits", False) else None
+            started = MacroStart() if v_len > 0 and getattr(rec, "s_waits", False) else None
             if v_len > 0:
                 q = V.q
                 if len(q.items) >= depth:     # a full queue: wait for a slot
@@ -350,8 +362,12 @@ def scalar_unit(core, program):
             if started is not None:     # V must reach the run first: its pump runs, then S learns when
                 su.t = t
                 su.run_pipes()
-                su.wait_kind, su.wait_on = "macro", V
-                a, done = yield started
+                got = started.value
+                if got is None:     # V has not reached the run yet: wait until it does
+                    su.wait_kind, su.wait_on = "macro", V
+                    started.event = su.env.event()
+                    got = yield started.event
+                a, done = got
                 t = su.macro(rec, t, late_cycle(0, a, done, rec.late[0]))
             else:
                 t = su.macro(rec, t)
