@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import simpy
 
 from cgdr_des.hw import load_profile
 from cgdr_des.hw.compute_run import RunTiming
@@ -19,6 +20,7 @@ from cgdr_des.hw.dcache import DataCache, data_cache
 from cgdr_des.hw.late_scan import late_numbers
 from cgdr_des.hw.machine import Machine
 from cgdr_des.hw.phase import PhaseCompiler, PhaseRecorder, TimedMacro, balanced, is_compute
+from cgdr_des.hw.records import MacroStart
 from cgdr_des.isa import Macro, PipeBarrier, Repeat, VecOp
 from cgdr_des.kernel.functional import make_launch
 from cgdr_des.kernel.launch import Shape
@@ -120,3 +122,27 @@ def test_late_numbers_read_the_paths_from_v_start():
     x = 101
     busy = RunTiming(100, x, x + 85, (), 0, 80, 0, x + 80)     # S's end did not move: no path to it
     assert late_numbers(idle, x, busy) == (None, 85, 80)
+
+
+def test_a_macro_start_wakes_the_scalar_unit_only_if_it_had_to_wait():
+    """MacroStart (what V tells the scalar unit of a TimedMacro whose end depends on V): read at once
+    when V got there first, no SimPy step; waited on as an event when V gets there later."""
+    first = MacroStart()
+    first.succeed((5, 7))
+    assert first.value == (5, 7) and first.event is None
+    env, later, got = simpy.Environment(), MacroStart(), []
+
+    def scalar_unit():
+        assert later.value is None
+        later.event = env.event()
+        value = yield later.event
+        got.append((env.now, value))
+
+    def v_pipe():
+        yield env.timeout(3)
+        later.succeed((11, 13))
+
+    env.process(scalar_unit())
+    env.process(v_pipe())
+    env.run()
+    assert got == [(3, (11, 13))] and later.value == (11, 13)
