@@ -5,7 +5,12 @@ at the environment's default BLAS threads and at one BLAS thread, in one run of 
 of OpenBLAS is set when numpy loads it: ``--threads default`` leaves the environment as it is (what a
 user gets: the reference at OpenBLAS's default thread count, the simulator at its own default of one
 BLAS thread, cgdr_des/blas.py), ``--threads 1`` sets ``OPENBLAS_NUM_THREADS=1`` (and the OpenMP and
-MKL equivalents) before numpy loads, so both sides run at one thread. Each child prints both wall
+MKL equivalents) before numpy loads, so both sides run at one thread. At the default threads the
+reference's float64 products spread over every core that is free and the simulator's cannot (its
+replay is Python under the GIL, its products stay below OpenBLAS's threading threshold by design):
+the reference's "cores busy" (its CPU / wall time) says how many it had in that run (the
+simulator's CPU time there also holds OpenBLAS's threads spinning down after the reference's call).
+Each child prints both wall
 times, measured side by side on the same drawn inputs (best of five, interleaved), and their ratio
 (goal <= 1.5 in both); the simulator is timed through the op API, as the reference is handed its
 tensors. The ``default`` child also times the op once with ``blas_threads=0`` (the environment's
@@ -135,7 +140,7 @@ def main(threads: str, repeat: int = 5) -> None:
         print(f"  (the op with blas_threads=0, the environment's threads inside it too: {t_env:8.3f} s, once)")
     # CPU time counts every thread's: at one thread it is what the wall time would be on a quiet machine
     print(f"  (CPU seconds, best of {repeat}: reference {c_ref:.3f} s, simulate {c_sim:.3f} s, ratio "
-          f"{c_sim / c_ref:.2f})")
+          f"{c_sim / c_ref:.2f}; the reference kept {c_ref / t_ref:.2f} cores busy, CPU / wall)")
     print(f"ratio simulate / reference: {t_sim / t_ref:.2f}  (goal <= 1.5)")
 
 
