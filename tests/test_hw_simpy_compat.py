@@ -10,7 +10,7 @@ from pathlib import Path
 import simpy
 from simpy.resources.base import BaseResource, Get, Put
 
-from cgdr_des.hw.simpy_compat import close_process, grant_in_place, trigger_put
+from cgdr_des.hw.simpy_compat import close_process, grant_in_place, schedule_call, trigger_put
 
 PACKAGE = Path(__file__).resolve().parents[1] / "cgdr_des"
 
@@ -30,6 +30,21 @@ def test_an_event_granted_in_place_is_processed_and_resumes_its_yielder_at_once(
     env.run()
     assert got == [7, 0]
     assert env.peek() == float("inf")  # nothing was scheduled for the granted event itself
+
+
+def test_a_scheduled_call_runs_at_its_time_after_what_was_scheduled_there_before_it_as_a_timeout_would():
+    env, got = simpy.Environment(), []
+
+    def proc(name, delay):
+        yield env.timeout(delay)
+        got.append((name, env.now))
+
+    env.process(proc("timeout before", 5))
+    env.run(until=1)
+    ev = schedule_call(env, 4, lambda e: got.append(("call", env.now, e)))
+    env.process(proc("timeout after", 4))
+    env.run()
+    assert got == [("timeout before", 5), ("call", 5, ev), ("timeout after", 5)]
 
 
 class _Recording(BaseResource):

@@ -24,6 +24,7 @@ import heapq
 from operator import attrgetter
 
 from cgdr_des.hw.rules import bus_cycles
+from cgdr_des.hw.simpy_compat import schedule_call
 
 _EPS_BYTES = 1e-6      # bytes left below this count as moved (float residue of rate * cycles)
 _CAP_SEQ = attrgetter("cap", "seq")   # water-filling order: lowest cap first, ties by submission
@@ -149,8 +150,7 @@ class GmBus:
 
     def _set_timer(self, at: int, now: int) -> None:
         self.timer_at = at
-        self.timer = ev = self.env.timeout(at - now)
-        ev.callbacks.append(self._on_timer)
+        self.timer = schedule_call(self.env, at - now, self._on_timer)
 
     def _on_timer(self, ev) -> None:
         if ev is not self.timer:
