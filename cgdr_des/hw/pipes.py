@@ -130,8 +130,10 @@ def vector_pipe(core, P: PipeState) -> Pump:
     Span bookkeeping is accumulated per span (``span``, ``span_end``, ``span_k``: ``nd`` when it
     began) and flushed when the span changes or the pipe stops: V sees spans in program order and
     its starts never decrease, so a span's first V start is its smallest. Branches are ordered by
-    how often the kernel's V entries take them (VEC, BAR, WAIT, SET; MAC and FIXED are rare), and
-    an ops row's label is made only when ops are kept (:func:`_v_row`)."""
+    how often the kernel's V entries take them at ``instr`` fidelity (VEC, BAR, WAIT, SET; then MAC,
+    a third of them at ``phase`` fidelity but a few per chunk there, and FIXED), and
+    an ops row's label is made only when ops are kept (inline for VEC and MAC, :func:`_v_row` for the
+    others)."""
     prof = core.profile
     depth, f, keep = prof.queue_depth, prof.flag_cycles, core.keep_ops
     rule = DOUBLE_SET[prof.flag_double_set]
@@ -234,19 +236,16 @@ def macro_v_part(rec, issued: int, a: int, done: int, late: tuple) -> tuple[int,
 
 
 def _v_row(cid: int, e: Entry, start: int, end: int) -> tuple:
-    """The compact ops row of a V entry other than a VecOp that ran from ``start`` to ``end`` (only
-    when ops are kept; :class:`~cgdr_des.hw.machine.MachineRun` expands it when the ops are read)."""
-    code, rec = e.code, e.rec
-    if code == VEC:
-        op, elements = rec.op, rec.n
-    elif code == BAR:
+    """The compact ops row of a V entry that ran from ``start`` to ``end``, other than a VecOp or a
+    Macro's V part (the loop writes those two itself; only when ops are kept:
+    :class:`~cgdr_des.hw.machine.MachineRun` expands it when the ops are read)."""
+    code = e.code
+    if code == BAR:
         op, elements = "PipeBarrier:V", 0
     elif code == WAIT or code == SET:
         op, elements = (WAIT_OP if code == WAIT else SET_OP)[e.flag.event], e.flag.id
-    elif code == MAC:
-        op, elements = "Macro:" + rec.name, 0
     else:
-        op, elements = type(rec).__name__, 0
+        op, elements = type(e.rec).__name__, 0
     return (cid, "V", op, e.span, start, end, elements, 0)
 
 
