@@ -131,7 +131,7 @@ def vector_pipe(core, P: PipeState) -> Pump:
     began) and flushed when the span changes or the pipe stops: V sees spans in program order and
     its starts never decrease, so a span's first V start is its smallest. Branches are ordered by
     how often the kernel's V entries take them at ``instr`` fidelity (VEC, BAR, WAIT, SET; then MAC,
-    a third of them at ``phase`` fidelity but a few per chunk there, and FIXED), and
+    most of them at ``phase`` fidelity, where V sees ~30 entries a chunk, and FIXED), and
     an ops row's label is made only when ops are kept (inline for VEC and MAC, :func:`_v_row` for the
     others)."""
     prof = core.profile
