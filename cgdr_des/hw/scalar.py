@@ -362,12 +362,7 @@ def scalar_unit(core, program):
             if started is not None:     # V must reach the run first: its pump runs, then S learns when
                 su.t = t
                 su.run_pipes()
-                got = started.value
-                if got is None:     # V has not reached the run yet: wait until it does
-                    su.wait_kind, su.wait_on = "macro", V
-                    started.event = su.env.event()
-                    got = yield started.event
-                a, done = got
+                a, done = started.value or (yield from _macro_wait(su, started))
                 t = su.macro(rec, t, late_cycle(0, a, done, rec.late[0]))
             else:
                 t = su.macro(rec, t)
@@ -425,6 +420,13 @@ def _add_counts(cnt, n_vec: int, n_bar: int) -> int:
     if n_bar:
         cnt["barrier_V"] += n_bar
     return 0
+
+
+def _macro_wait(su: ScalarUnit, started: MacroStart):
+    """Yield until V reaches the Macro part ``started`` stands for; its (free, done) cycles then."""
+    su.wait_kind, su.wait_on = "macro", su.V
+    started.event = su.env.event()
+    return (yield started.event)
 
 
 def _flag_wait(su: ScalarUnit, fl, kind: str):
