@@ -71,6 +71,29 @@ def _blas_controller():
     return _controller
 
 
+#: OpenBLAS releases whose threaded calls can hang after a fork (OpenMathLib/OpenBLAS#5520, numpy#30092:
+#: a regression of 0.3.30, fixed for 0.3.31 by OpenBLAS#5556)
+FORK_HANG_OPENBLAS = ((0, 3, 30),)
+
+
+def fork_safe() -> bool:
+    """True when every BLAS numpy loaded is known to stay usable, in parent and child, after a fork:
+    OpenBLAS on its own pthreads pool (which it shuts down around a fork and starts again on the next
+    call; numpy's wheels), not a release of :data:`FORK_HANG_OPENBLAS`. An OpenMP build (GNU OpenMP
+    does not survive a fork), MKL or an unknown version: False, and the caller forks nothing."""
+    libs = [lib for lib in _blas_controller().lib_controllers if lib.user_api == "blas"]
+    return bool(libs) and all(lib.internal_api == "openblas" and lib.threading_layer == "pthreads"
+                              and _release(lib.version) not in (None, *FORK_HANG_OPENBLAS) for lib in libs)
+
+
+def _release(version: str | None) -> tuple[int, ...] | None:
+    """``"0.3.31.188.0"`` -> (0, 3, 31); None when it does not read as numbers."""
+    try:
+        return tuple(int(part) for part in (version or "").split(".")[:3])
+    except ValueError:
+        return None
+
+
 #: True inside a blas_limit: the numeric functions below it then leave the count as the call set it
 _ACTIVE: ContextVar[bool] = ContextVar("cgdr_des_blas_limit_active", default=False)
 

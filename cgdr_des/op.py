@@ -13,6 +13,7 @@ a violation is an InputError, never a silently wrong result.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -134,15 +135,21 @@ KERNEL_VERSIONS = ("vector", "cube", "cube-pre1174")
 def chunk_gated_delta_rule(query, key, value, beta, initial_state, actual_seq_lengths, g=None,
                            scale_value=1.0, *, numerics="kernel", hardware="atlas-300i-duo",
                            buffer_num=1, policy="greedy", fidelity="phase",
-                           kernel_version="vector", blas_threads=None) -> OpResult:
+                           kernel_version="vector", blas_threads=None, processes=None) -> OpResult:
     """Run the op on ``hardware``: ``"phase"`` (default) or ``"instr"`` fidelity time the kernel
     programs and attach the frames as ``.result``; ``"functional"`` runs the same programs with no
     machine (outputs and per-phase instruction counts in ``.counts``, no timing).
     ``kernel_version``: ``"vector"`` (the vector-only kernel), ``"cube"`` (the Cube-era kernel,
     docs/kernel-cube.md) or ``"cube-pre1174"`` (the same before its L0C events were added).
     ``blas_threads``: BLAS threads during the call (None: ``CGDR_DES_BLAS_THREADS`` or 1; 0 or
-    ``"default"``: the caller's), the caller's setting restored afterwards (cgdr_des/blas.py)."""
+    ``"default"``: the caller's), the caller's setting restored afterwards (cgdr_des/blas.py).
+    ``processes``: ``2`` computes the numbers of a ``phase`` call in a forked child while this process
+    times the kernel, ``1`` does both here, one after the other; None: ``CGDR_DES_OP_PROCESSES`` or
+    ``"auto"``, which is 2 where :func:`cgdr_des.forked.can_fork` (Linux, two CPUs, not in a pool
+    worker) and the launch has at least ``cgdr_des.simulation.FORK_MIN_ITEMS`` chunk items. The results
+    are the same bits either way."""
     actual_seq_lengths = as_lengths(actual_seq_lengths)  # a list or int64 array: the kernel's int32 from here
+    processes = resolve_processes(processes)
     validate_inputs(query, key, value, beta, initial_state, actual_seq_lengths, g, scale_value)
     if fidelity not in ("functional", "phase", "instr"):
         raise InputError("fidelity", fidelity, "one of functional, phase, instr")
@@ -166,8 +173,25 @@ def chunk_gated_delta_rule(query, key, value, beta, initial_state, actual_seq_le
         return OpResult(fr.out, fr.final_state, fr.counts, None, launch.tiling)
     launch, result = simulate_launch(query, key, value, beta, initial_state, actual_seq_lengths, g, scale_value,
                                      numerics=numerics, hardware=hardware, buffer_num=buffer_num,
-                                     policy=policy, fidelity=fidelity)
+                                     policy=policy, fidelity=fidelity, processes=processes)
     return OpResult(launch.out, launch.final_state, None, result, launch.tiling)
+
+
+PROCESSES_VAR = "CGDR_DES_OP_PROCESSES"
+_PROCESSES_ALLOWED = "1, 2 or 'auto'"
+
+
+def resolve_processes(processes=None) -> int | str:
+    """``processes`` (else the environment variable, else ``"auto"``) as 1, 2 or ``"auto"``."""
+    field = "processes"
+    if processes is None:
+        processes, field = os.environ.get(PROCESSES_VAR, "").strip() or "auto", PROCESSES_VAR
+    if isinstance(processes, str) and processes.strip().lower() in ("auto", "1", "2"):
+        text = processes.strip().lower()
+        return text if text == "auto" else int(text)
+    if processes in (1, 2) and not isinstance(processes, bool):
+        return int(processes)
+    raise InputError(field, processes, _PROCESSES_ALLOWED)
 
 
 def _cube_op(args, *, numerics, hardware, policy, fidelity, kernel_version) -> OpResult:

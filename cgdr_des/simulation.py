@@ -7,6 +7,10 @@ the same numbers the functional run computes, since both pull the same programs.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+from functools import partial
+
+from cgdr_des import forked
 from cgdr_des.blas import limits_blas
 from cgdr_des.estimate import OPS_ROW_LIMIT
 from cgdr_des.hw import Machine, load_profile
@@ -149,7 +153,7 @@ def simulate(scenario, *, progress=None, blas_threads=None, keep_ops=None):
 
 
 def run_launch(launch, prof, *, policy, fidelity, meta=None, progress=None, scenario=None, batched_numbers=True,
-               keep_ops=True):
+               keep_ops=True, processes=1):
     """Time one launch on the machine and build the Result (shared by simulate and the op API).
 
     At ``phase`` fidelity the outputs come from the head-batched pass (kernel/batched.py: the same
@@ -159,7 +163,8 @@ def run_launch(launch, prof, *, policy, fidelity, meta=None, progress=None, scen
     latter at ``phase`` too (the tests compare the two). ``keep_ops`` False keeps no per-op rows (the
     ops frame aggregated per span, as beyond :data:`OPS_ROW_LIMIT`): every other frame and every cycle
     the same, about a third less CPU at ``instr`` (``[sim] ops``; the calibrations, which read items
-    and cores only)."""
+    and cores only). ``processes`` 2 computes the head-batched numbers in a forked child while this
+    process replays the timing (cgdr_des/forked.py; the op call's default where it can fork)."""
     assignment = assign_items(launch.lengths, launch.shape.nv, launch.shape.dv, launch.tiling.v_step,
                               launch.block_dim, policy, item_cost=_item_cost(launch, prof, policy))
     total = sum(len(a) for a in assignment)
@@ -175,12 +180,11 @@ def run_launch(launch, prof, *, policy, fidelity, meta=None, progress=None, scen
     launch.raw_interlock = check_timing_fields(prof, fidelity)
     numbers_apart = fidelity == "phase" and batched_numbers and launch.numerics != "off"
     stage = CompileStage(PhaseCompiler(prof), per_core=should_split(launch)) if fidelity == "phase" else ReuseStage()
-    if numbers_apart:
-        compute_numbers(launch)
-    programs = [core_program(launch, i, numbers=not numbers_apart, assigned=assigned, on_item=on_item,
-                             stage=stage.for_core(i) if fidelity == "phase" else stage)
-                for i, assigned in enumerate(core_assignments(launch, policy, assignment))]
-    run = Machine(prof, keep_ops=keep_ops).run(programs)
+    with _numbers(launch, numbers_apart, processes):
+        programs = [core_program(launch, i, numbers=not numbers_apart, assigned=assigned, on_item=on_item,
+                                 stage=stage.for_core(i) if fidelity == "phase" else stage)
+                    for i, assigned in enumerate(core_assignments(launch, policy, assignment))]
+        run = Machine(prof, keep_ops=keep_ops).run(programs)
     if progress is not None:
         progress(total, total)
     per_head = launch.tiling.v_tile_count if should_split(launch) else 1
@@ -192,6 +196,30 @@ def run_launch(launch, prof, *, policy, fidelity, meta=None, progress=None, scen
     outputs = {"out": launch.out, "final_state": launch.final_state}
     return build_result(run, assignment, meta=meta, clock_mhz=prof.clock_mhz, outputs=outputs,
                         scenario=scenario, tiling=launch.tiling)
+
+
+#: chunk items (chunks x heads x V-tiles) from which the numbers in a forked child save more than the
+#: fork costs (analysis/benchmarks/bench_forked_numbers.py)
+FORK_MIN_ITEMS = 64
+
+
+def fork_pays(launch) -> bool:
+    """True where the op's ``"auto"`` computes a launch's numbers in a forked child: it can fork
+    (cgdr_des/forked.py) and the launch has numbers and at least :data:`FORK_MIN_ITEMS` chunk items."""
+    if launch.numerics == "off" or not forked.can_fork():
+        return False
+    chunks = sum(ceil_div(int(n), CHUNK_SIZE) for n in launch.lengths)
+    return chunks * launch.shape.nv * launch.tiling.v_tile_count >= FORK_MIN_ITEMS
+
+
+def _numbers(launch, numbers_apart: bool, processes: int):
+    """The head-batched numbers, before the replay (returns a no-op block) or, ``processes`` 2, in a
+    forked child beside it (cgdr_des/forked.py), their outputs in ``launch`` when the block ends."""
+    if numbers_apart and processes > 1 and launch.numerics != "off":
+        return forked.beside(partial(compute_numbers, launch), launch, ("out", "final_state", "workspace"))
+    if numbers_apart:
+        compute_numbers(launch)
+    return nullcontext()
 
 
 def run_cube_launch(launch, prof, *, policy, fidelity, meta=None, progress=None, scenario=None, keep_ops=True):
@@ -241,12 +269,15 @@ def _item_cost(launch, prof, policy):
 
 
 def simulate_launch(query, key, value, beta, initial_state, actual_seq_lengths, g, scale_value, *,
-                    numerics, hardware, buffer_num, policy, fidelity):
+                    numerics, hardware, buffer_num, policy, fidelity, processes=1):
     """The op API's timed path: same launch as the functional run, then the machine. Returns the
-    launch (its out and final_state filled in) and the Result."""
+    launch (its out and final_state filled in) and the Result. ``processes``: 1, 2 or ``"auto"``
+    (:func:`fork_pays`)."""
     prof = load_profile(hardware)
     launch = build_launch(query, key, value, beta, initial_state, actual_seq_lengths, g, scale_value,
                           numerics=numerics, ub_size=prof.ub_usable_bytes, aiv_num=prof.aiv_num, buffer_num=buffer_num)
-    result = run_launch(launch, prof, policy=policy, fidelity=fidelity,
+    if processes == "auto":
+        processes = 2 if fork_pays(launch) else 1
+    result = run_launch(launch, prof, policy=policy, fidelity=fidelity, processes=processes,
                         meta={"scenario_name": "api", "scenario_hash": "", "hardware": prof.name})
     return launch, result
