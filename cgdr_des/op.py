@@ -144,10 +144,11 @@ def chunk_gated_delta_rule(query, key, value, beta, initial_state, actual_seq_le
     ``blas_threads``: BLAS threads during the call (None: ``CGDR_DES_BLAS_THREADS`` or 1; 0 or
     ``"default"``: the caller's), the caller's setting restored afterwards (cgdr_des/blas.py).
     ``processes``: ``2`` computes the numbers of a ``phase`` call in a forked child while this process
-    times the kernel, ``1`` does both here, one after the other; None: ``CGDR_DES_OP_PROCESSES`` or
-    ``"auto"``, which is 2 where :func:`cgdr_des.forked.can_fork` (Linux, two CPUs, not in a pool
-    worker) and the launch has at least ``cgdr_des.simulation.FORK_MIN_ITEMS`` chunk items. The results
-    are the same bits either way."""
+    times the kernel (wherever ``os.fork`` exists and the BLAS survives a fork), ``1`` does both here,
+    one after the other; None: ``CGDR_DES_OP_PROCESSES`` or ``"auto"``, which is 2 where
+    :func:`cgdr_des.forked.can_fork` (Linux, two CPUs, not in a pool worker, no other thread, a
+    fork-safe BLAS) and the launch has ``cgdr_des.simulation.FORK_MIN_ITEMS`` chunk items or more.
+    The results are the same bits either way."""
     actual_seq_lengths = as_lengths(actual_seq_lengths)  # a list or int64 array: the kernel's int32 from here
     processes = resolve_processes(processes)
     validate_inputs(query, key, value, beta, initial_state, actual_seq_lengths, g, scale_value)

@@ -52,16 +52,15 @@ def no_child_left():
 
 @pytest.fixture
 def forks(monkeypatch):
-    """The number of children :func:`forked.beside` has forked so far in this test."""
+    """The pids of the children :class:`forked.beside` has forked so far in this test."""
     made = []
-    real = forked._fork
+    real = forked.beside._fork
 
-    def counted(work, handover):
-        child = real(work, handover)
-        made.append(child)
-        return child
+    def counted(self):
+        real(self)
+        made.append(self.pid)
 
-    monkeypatch.setattr(forked, "_fork", counted)
+    monkeypatch.setattr(forked.beside, "_fork", counted)
     return made
 
 
@@ -127,6 +126,21 @@ def test_an_interrupted_block_ends_the_child_at_once(no_child_left):
     assert time.monotonic() - t0 < 5
 
 
+def warn_here():
+    warnings.warn("fp16 cast overflowed (test)", RuntimeWarning, stacklevel=1)
+
+
+def test_a_warning_shown_once_per_place_is_shown_once_whichever_process_issued_it():
+    owner = Owner()
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("default")
+        with forked.beside(warn_here, owner, ("out",)):
+            pass
+        warn_here()  # the same place again, here: the registry has the child's showing
+    assert [str(w.message) for w in shown] == ["fp16 cast overflowed (test)"]
+    assert shown[0].filename == __file__
+
+
 def test_the_child_s_warnings_are_issued_again_in_the_caller():
     owner = Owner()
 
@@ -139,6 +153,13 @@ def test_the_child_s_warnings_are_issued_again_in_the_caller():
     assert owner.out.tolist() == [2, 2, 2, 2]
 
 
+def test_two_processes_are_one_beside_a_blas_that_does_not_survive_a_fork(monkeypatch, forks):
+    monkeypatch.setattr(forked, "fork_safe", lambda: False)
+    two = cgdr_des.chunk_gated_delta_rule(**INPUTS.kwargs(), processes=2)
+    one = cgdr_des.chunk_gated_delta_rule(**INPUTS.kwargs(), processes=1)
+    assert forks == [] and np.array_equal(one.out, two.out)
+
+
 def test_a_refused_fork_runs_the_work_here_first(monkeypatch):
     def no_fork():
         raise BlockingIOError(11, "Resource temporarily unavailable")
@@ -147,6 +168,67 @@ def test_a_refused_fork_runs_the_work_here_first(monkeypatch):
     one = cgdr_des.chunk_gated_delta_rule(**INPUTS.kwargs(), processes=1)
     two = cgdr_des.chunk_gated_delta_rule(**INPUTS.kwargs(), processes=2)
     assert np.array_equal(one.out, two.out) and np.array_equal(one.final_state, two.final_state)
+
+
+def test_results_come_back_when_the_caller_ignores_sigchld(no_child_left):
+    old = signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the child itself
+    try:
+        two = cgdr_des.chunk_gated_delta_rule(**INPUTS.kwargs(), processes=2)
+    finally:
+        signal.signal(signal.SIGCHLD, old)
+    one = cgdr_des.chunk_gated_delta_rule(**INPUTS.kwargs(), processes=1)
+    assert np.array_equal(one.out, two.out) and np.array_equal(one.final_state, two.final_state)
+
+
+def test_the_child_never_returns_into_the_caller_s_code(monkeypatch, tmp_path, no_child_left):
+    def broken(*args):
+        raise ZeroDivisionError  # before the child's own error handling
+
+    monkeypatch.setattr(forked, "_child", broken)
+    with pytest.raises(RuntimeError, match="without a result"), forked.beside(lambda: None, Owner(), ("out",)):
+        pass
+    (tmp_path / str(os.getpid())).touch()  # a child that came back here would add its own pid
+    assert [p.name for p in tmp_path.iterdir()] == [str(os.getpid())]
+
+
+PESTERED = textwrap.dedent("""
+    import os, signal, threading, time
+    import numpy as np
+    from cgdr_des import forked
+
+    class Owner:
+        out = np.zeros(4)
+
+    def pester():
+        while True:
+            time.sleep(0.003)
+            os.kill(os.getpid(), signal.SIGINT)
+
+    fds = len(os.listdir("/proc/self/fd"))
+    threading.Thread(target=pester, daemon=True).start()
+    done = cut = 0
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 2:
+        try:
+            with forked.beside(lambda: None, Owner, ("out",)):
+                pass
+            done += 1
+        except KeyboardInterrupt:
+            cut += 1
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    me = str(os.getpid())
+    kids = [p for p in os.listdir("/proc") if p.isdigit() and (os.path.exists(f"/proc/{p}/stat"))
+            and open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[1] == me]
+    print(done, cut, len(kids), len(os.listdir("/proc/self/fd")) - fds, flush=True)
+    os._exit(0)
+""")
+
+
+@pytest.mark.slow
+def test_ctrl_c_every_3_ms_leaves_no_child_and_no_open_pipe():
+    out = subprocess.run([sys.executable, "-c", PESTERED], capture_output=True, text=True, timeout=60)
+    done, cut, kids, fds = map(int, out.stdout.split())
+    assert cut > 100 and (kids, fds) == (0, 0), out.stderr[-2000:]
 
 
 CALLER = textwrap.dedent("""
@@ -220,6 +302,7 @@ def _launch(lengths, nv=4, numerics="kernel"):
 
 def test_auto_forks_from_the_item_count_where_it_can(monkeypatch):
     monkeypatch.setattr(forked, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(forked.threading, "active_count", lambda: 1)  # a test runner may hold threads
     items_per_chunk = 4  # nv = 4 heads, dv = 32: one V-tile
     big = _launch([64] * (FORK_MIN_ITEMS // items_per_chunk))
     small = _launch([64] * (FORK_MIN_ITEMS // items_per_chunk - 1))
@@ -229,6 +312,10 @@ def test_auto_forks_from_the_item_count_where_it_can(monkeypatch):
     assert not fork_pays(big)
     monkeypatch.setattr(forked, "usable_cpus", lambda: 2)
     monkeypatch.setattr(pool, "_IN_WORKER", True)  # a pool's workers already use every core
+    assert not fork_pays(big)
+    monkeypatch.setattr(pool, "_IN_WORKER", False)
+    assert fork_pays(big)
+    monkeypatch.setattr(forked.threading, "active_count", lambda: 2)  # a thread could be in BLAS
     assert not fork_pays(big)
 
 
@@ -252,6 +339,7 @@ def test_the_op_forks_only_beside_a_blas_known_to_survive_it(libs, safe, monkeyp
             for api, layer, version in libs]
     monkeypatch.setattr(blas, "_blas_controller", lambda: SimpleNamespace(lib_controllers=fake))
     monkeypatch.setattr(forked, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(forked.threading, "active_count", lambda: 1)
     assert blas.fork_safe() is safe and forked.can_fork() is safe
 
 

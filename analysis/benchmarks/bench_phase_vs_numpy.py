@@ -150,9 +150,9 @@ def main(threads: str, repeat: int = 5) -> None:
     err = np.sqrt(np.mean((res.out.astype(np.float64) - ref_out) ** 2) / np.mean(ref_out ** 2))
     set_by = ", ".join(f"{v}={os.environ[v]}" for v in THREAD_VARS if v in os.environ) or "none set"
     launch = build_launch(**x.kwargs())
-    forks = "2 (the numbers in a forked child beside the replay)" if fork_pays(launch) else "1"
+    forks = "2 processes (its numbers in a forked child beside the replay" if fork_pays(launch) else "1 process ("
     print(f"BLAS threads: the reference at {blas_threads()} ({set_by}); the simulator at its default "
-          f"(cgdr_des/blas.py: {resolve_threads()}), in {forks} processes (cgdr_des/forked.py)")
+          f"(cgdr_des/blas.py: {resolve_threads()}), in {forks}, cgdr_des/forked.py)")
     print(f"numpy float64 chunked reference (16 heads batched):  {t_ref:8.3f} s")
     print(f"cgdr-des phase fidelity, kernel numerics, same input: {t_sim:8.3f} s "
           f"(makespan {int(res.result.summary.makespan_cycles[0]):,} cycles; out nrmse vs reference {err:.1e})")
