@@ -199,6 +199,7 @@ class _Handover:
         self.close()
 
     def close(self) -> None:
+        """Release the shared blocks (again: nothing)."""
         for block in self.blocks.values():
             block.close()
         self.blocks = {}
@@ -254,6 +255,7 @@ def _portable(value, stand_in):
 
 
 def _write_all(fd: int, data: bytes) -> None:
+    """All of ``data`` to ``fd`` (a pipe takes a large report in several writes)."""
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
