@@ -18,18 +18,13 @@ import os
 os.environ.update({var: "1" for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")})
 
 import argparse
-import resource
 import time
+
+from common import cpu_seconds
 
 import cgdr_des
 from cgdr_des.simulation import FORK_MIN_ITEMS
 from cgdr_des.workload.tensors import make_inputs
-
-
-def cpu_now() -> float:
-    """CPU seconds of this process and of its children it has waited for."""
-    own, kids = (resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def best_of(repeat: int, tokens: int) -> dict[int, tuple[float, float]]:
@@ -38,9 +33,9 @@ def best_of(repeat: int, tokens: int) -> dict[int, tuple[float, float]]:
     best = {1: (float("inf"), float("inf")), 2: (float("inf"), float("inf"))}
     for _ in range(repeat):
         for processes in (1, 2):
-            c0, t0 = cpu_now(), time.perf_counter()
+            c0, t0 = cpu_seconds(), time.perf_counter()
             cgdr_des.chunk_gated_delta_rule(**x.kwargs(), processes=processes)
-            wall, cpu = time.perf_counter() - t0, cpu_now() - c0
+            wall, cpu = time.perf_counter() - t0, cpu_seconds() - c0
             best[processes] = (min(best[processes][0], wall), min(best[processes][1], cpu))
     return best
 

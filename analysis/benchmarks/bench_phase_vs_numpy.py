@@ -67,10 +67,8 @@ if __name__ == "__main__":
     if OPTIONS.threads == "1":  # before numpy loads BLAS
         os.environ.update({var: "1" for var in THREAD_VARS})
 
-import resource
-
 import numpy as np
-from common import shipped, timed
+from common import cpu_seconds, shipped, timed
 from threadpoolctl import threadpool_info
 
 import cgdr_des
@@ -111,12 +109,6 @@ def blas_threads() -> str:
     """``openblas: 2`` for each BLAS library numpy loaded, as threadpoolctl sees it now."""
     return ", ".join(f"{lib['internal_api']}: {lib['num_threads']}" for lib in threadpool_info()
                      if lib["user_api"] == "blas") or "none found"
-
-
-def cpu_seconds() -> float:
-    """CPU seconds of this process and of the children it has waited for (the op's forked numbers)."""
-    own, kids = (resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def best_of(repeat: int, calls: dict) -> dict:

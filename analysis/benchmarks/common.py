@@ -33,3 +33,10 @@ def timed(fn, *args, repeat: int = 1, **kwargs):
 def peak_rss_mib() -> float:
     """Peak resident set of this process so far (Linux reports KiB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def cpu_seconds() -> float:
+    """CPU seconds (user + system) of this process and of the children it has waited for (the op
+    call's forked numbers, cgdr_des/forked.py, among them)."""
+    own, kids = (resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
