@@ -40,7 +40,6 @@ build or MKL is not known to be safe: with those the op forks nothing (``cgdr_de
 
 from __future__ import annotations
 
-import ctypes
 import mmap
 import os
 import pickle
@@ -55,9 +54,8 @@ import numpy as np
 
 from cgdr_des.blas import fork_safe
 from cgdr_des.interrupts import deferred
-from cgdr_des.pool import in_worker, usable_cpus
+from cgdr_des.pool import die_with_parent, in_worker, usable_cpus
 
-_PR_SET_PDEATHSIG = 1
 # Python 3.12+ warns at a fork while other threads run; OpenBLAS's idle pool counts, which
 # fork_safe() has vetted, and a Python thread keeps "auto" from forking (module docstring)
 warnings.filterwarnings("ignore", message=r"This process .* is multi-threaded, use of fork\(\)",
@@ -209,7 +207,9 @@ def _child(parent: int, work: Callable[[], None], handover: _Handover, write: in
     """Run ``work``, hand its results over, write ``(exception or None, warnings)`` to the pipe."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's handler: SIGTERM ends the child
-    _die_with(parent)
+    die_with_parent()
+    if os.getppid() != parent:  # gone before prctl took effect
+        os._exit(1)
     with warnings.catch_warnings(record=True) as caught:
         try:
             work()
@@ -223,14 +223,6 @@ def _child(parent: int, work: Callable[[], None], handover: _Handover, write: in
     os._exit(0)
 
 
-def _die_with(parent: int) -> None:
-    """SIGKILL this child when the parent dies (Linux), and exit now if it already has."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
-    if os.getppid() != parent:
-        os._exit(1)
 
 
 def _pickled(error: BaseException | None, caught: list) -> bytes:

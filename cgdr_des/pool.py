@@ -160,11 +160,7 @@ def _worker_init(parent: int, env: dict, cwd: str) -> None:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     _IN_WORKER = True
     server = os.getppid()   # the forkserver (module docstring)
-    if sys.platform.startswith("linux"):
-        try:
-            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        except (OSError, AttributeError):  # no prctl: the watchdog alone
-            pass
+    die_with_parent()  # no prctl: the watchdog alone
     if server == 1 or not _alive(parent):  # gone before prctl took effect
         os._exit(1)
     threading.Thread(target=_watch_parent, args=(parent, server), name="cgdr-des parent watchdog",
@@ -175,6 +171,16 @@ def _worker_init(parent: int, env: dict, cwd: str) -> None:
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(1)  # for good in this process: a server started elsewhere may have loaded BLAS wider
+
+
+def die_with_parent() -> None:
+    """Have Linux SIGKILL this process when the thread that forked it ends (``PR_SET_PDEATHSIG``); a
+    no-op elsewhere. The caller then checks that the parent had not gone already."""
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
 
 
 def _alive(pid: int) -> bool:

@@ -255,9 +255,9 @@ def test_a_parent_killed_with_sigkill_takes_its_child_along():
     assert len(kids) == 1
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    while _alive(kids[0]) and time.monotonic() < deadline:
+    while pool._alive(kids[0]) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(kids[0])
+    assert not pool._alive(kids[0])
 
 
 def _all_pids() -> list[int]:
@@ -268,10 +268,6 @@ def _ppid(pid: int) -> int | None:
     fields = pool.proc_stat(pid)
     return int(fields[1]) if fields else None
 
-
-def _alive(pid: int) -> bool:
-    fields = pool.proc_stat(pid)
-    return fields is not None and fields[0] != "Z"
 
 
 @pytest.mark.parametrize(("value", "env", "expected"), [
