@@ -208,8 +208,13 @@ def fork_pays(launch) -> bool:
     (cgdr_des/forked.py) and the launch has numbers and at least :data:`FORK_MIN_ITEMS` chunk items."""
     if launch.numerics == "off" or not forked.can_fork():
         return False
+    return chunk_items(launch) >= FORK_MIN_ITEMS
+
+
+def chunk_items(launch) -> int:
+    """The launch's (chunk, head, V-tile) items: every chunk of every sequence, per head and V-tile."""
     chunks = sum(ceil_div(int(n), CHUNK_SIZE) for n in launch.lengths)
-    return chunks * launch.shape.nv * launch.tiling.v_tile_count >= FORK_MIN_ITEMS
+    return chunks * launch.shape.nv * launch.tiling.v_tile_count
 
 
 def _numbers(launch, numbers_apart: bool, processes: int):
@@ -242,8 +247,7 @@ def run_cube_launch(launch, prof, *, policy, fidelity, meta=None, progress=None,
     programs = [cube_program.core_program(launch, i, assigned=assigned, on_item=on_item, stage=stage)
                 for i, assigned in enumerate(cube_program.core_assignments(launch, policy, assignment))]
     t = launch.tiling
-    chunks = sum(ceil_div(int(n), CHUNK_SIZE) for n in launch.lengths) * launch.shape.nv * t.v_tile_count
-    rows = chunks * (CUBE_ROWS_PER_CHUNK if fidelity == "instr" else CUBE_ROWS_PER_CHUNK // 3)
+    rows = chunk_items(launch) * (CUBE_ROWS_PER_CHUNK if fidelity == "instr" else CUBE_ROWS_PER_CHUNK // 3)
     keep_ops = keep_ops and rows <= OPS_ROW_LIMIT
     run = Machine(prof, keep_ops=keep_ops).run(programs)
     if progress is not None:
