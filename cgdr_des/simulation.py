@@ -220,7 +220,7 @@ def chunk_items(launch) -> int:
 def _numbers(launch, numbers_apart: bool, processes: int):
     """The head-batched numbers, before the replay (returns a no-op block) or, ``processes`` 2, in a
     forked child beside it (cgdr_des/forked.py), their outputs in ``launch`` when the block ends."""
-    if numbers_apart and processes > 1 and launch.numerics != "off" and forked.can_fork(asked=True):
+    if numbers_apart and processes > 1 and forked.can_fork(asked=True):
         return forked.beside(partial(compute_numbers, launch), launch, ("out", "final_state", "workspace"))
     if numbers_apart:
         compute_numbers(launch)
